@@ -1,0 +1,1 @@
+"""The formulas: parameters, FLOPs, operator times, collectives, memory. Each lives here once."""

@@ -1,0 +1,118 @@
+"""Collective communication time: an alpha-beta model per fabric tier.
+
+A group of n ranks, `stride` apart in rank order, spans the fabric's tiers
+innermost first. The algorithm follows the topology: within one tier a ring
+(bandwidth term 2(g-1)/g S / B for all-reduce, Thakur et al. 2005; Patarasuk &
+Yuan 2009), across tiers the hierarchical scheme NCCL and the Neuron runtime use
+(reduce-scatter inside, all-reduce of the 1/g shard across, all-gather inside).
+Latency is (g-1) hops on rings and tori, log2(g) rounds through switches (trees).
+Bandwidths are per chip per direction; tiers flagged scale_out use the scale-out
+efficiency, the others the scale-up efficiency. Works on floats and numpy arrays.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import numpy as np
+
+from ..model.system import System, Tier, Topology
+
+
+class Collective(IntEnum):
+    ALL_REDUCE = 0
+    REDUCE_SCATTER = 1
+    ALL_GATHER = 2
+    ALL_TO_ALL = 3
+
+
+def _members(system: System, n, stride):
+    """Group members inside one domain of each tier, innermost first (the last equals n)."""
+    n = np.asarray(n, dtype=float)
+    stride = np.asarray(stride, dtype=float)
+    out = []
+    for i, tier in enumerate(system.tiers):
+        if i == len(system.tiers) - 1:
+            out.append(n)
+        else:
+            out.append(np.clip(np.floor(tier.size / stride), 1.0, n))
+    return out
+
+
+def _topology_factor(tier: Tier, g):
+    """Share of a tier's per-chip bandwidth a group of g ranks can drive."""
+    if tier.topology in (Topology.TORUS2D, Topology.TORUS3D) and tier.dims:
+        dims = np.cumprod(tier.dims)
+        used = np.ones_like(np.asarray(g, dtype=float))
+        for d in dims[:-1]:
+            used = used + (g > d)
+        return used / len(tier.dims)
+    return np.ones_like(np.asarray(g, dtype=float))
+
+
+def _latency_rounds(tier: Tier, g):
+    if tier.topology == Topology.SWITCH:
+        return np.ceil(np.log2(np.maximum(g, 1.0)))
+    return g - 1.0
+
+
+def tier_bandwidth(tier: Tier, calibration) -> float:
+    eff = calibration.scaleout_efficiency if tier.scale_out else calibration.scaleup_efficiency
+    return tier.bandwidth * eff
+
+
+def collective_time(kind: Collective, nbytes, n, stride, system: System, calibration):
+    """Seconds for one collective over n ranks `stride` apart.
+
+    nbytes is the full buffer per rank: the all-reduce input, the reduce-scatter
+    input, the all-gather output, the all-to-all send buffer.
+    """
+    nbytes = np.asarray(nbytes, dtype=float)
+    n = np.asarray(n, dtype=float)
+    members = _members(system, n, stride)
+    total = np.zeros(np.broadcast(nbytes, n, np.asarray(stride)).shape)
+    prev = np.ones_like(n)
+    if kind == Collective.ALL_TO_ALL:
+        lat = np.zeros_like(total)
+        for tier, mem in zip(system.tiers, members):
+            share = (mem - prev) / np.maximum(n, 1.0)  # data whose destination first differs at this tier
+            bw = tier_bandwidth(tier, calibration) * _topology_factor(tier, mem)
+            total = np.maximum(total, nbytes * share / bw)
+            lat = np.where(mem > prev, tier.latency * _latency_rounds(tier, mem), lat)
+            prev = mem
+        return np.where(n > 1, total + lat, 0.0)
+    factor = 2.0 if kind == Collective.ALL_REDUCE else 1.0
+    for tier, mem in zip(system.tiers, members):
+        g = mem / prev
+        size = nbytes / prev
+        bw = tier_bandwidth(tier, calibration) * _topology_factor(tier, g)
+        step = factor * ((g - 1.0) / g * size / bw + _latency_rounds(tier, g) * tier.latency)
+        total = total + np.where(g > 1.0, step, 0.0)
+        prev = mem
+    return total
+
+
+def p2p_time(nbytes, stride, system: System, calibration):
+    """Seconds to send nbytes to the rank `stride` places away (pipeline send/recv)."""
+    nbytes = np.asarray(nbytes, dtype=float)
+    stride = np.asarray(stride, dtype=float)
+    out = np.zeros(np.broadcast(nbytes, stride).shape)
+    done = np.zeros(out.shape, dtype=bool)
+    for tier in system.tiers:
+        inside = (stride < tier.size) & ~done
+        t = nbytes / tier_bandwidth(tier, calibration) + tier.latency
+        out = np.where(inside, t, out)
+        done |= inside
+    last = system.tiers[-1]
+    return np.where(done, out, nbytes / tier_bandwidth(last, calibration) + last.latency)
+
+
+def outermost_tier(n, stride, system: System):
+    """Index of the outermost tier a group crosses (-1: a group of one crosses none)."""
+    members = _members(system, n, stride)
+    out = np.full(np.shape(members[0]), -1)
+    prev = np.ones_like(members[0])
+    for i, mem in enumerate(members):
+        out = np.where(mem > prev, i, out)
+        prev = mem
+    return out

@@ -1,0 +1,60 @@
+"""Operator times by roofline with a GEMM-shape efficiency.
+
+time = max(FLOPs / (peak x efficiency x quantisation), bytes / (bandwidth x efficiency))
+(Williams et al. 2009, "Roofline"). Quantisation is the fraction of the chip's
+native tiles and of its last wave a GEMM fills (NVIDIA "Matrix Multiplication
+Background" guide, tile and wave quantisation). Every function takes floats or
+numpy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def tile_efficiency(m, n, tile: tuple[int, int], cores: int):
+    """Useful fraction of the work a GEMM with an m x n output issues on `cores` engines of tile tm x tn."""
+    tm, tn = tile
+    tiles_m = np.ceil(m / tm)
+    tiles_n = np.ceil(n / tn)
+    filled = (m * n) / (tiles_m * tm * tiles_n * tn)
+    tiles = tiles_m * tiles_n
+    waves = np.ceil(tiles / cores)
+    return filled * tiles / (waves * cores)
+
+
+def gemm_time(m, n, k, *, peak, efficiency, tile, cores, bandwidth, memory_efficiency, operand_bytes):
+    """Seconds for one (m x k) @ (k x n) GEMM. Returns (time, flops)."""
+    flops = 2.0 * m * n * k
+    t_compute = flops / (peak * efficiency * tile_efficiency(m, n, tile, cores))
+    t_memory = (m * k + k * n + m * n) * operand_bytes / (bandwidth * memory_efficiency)
+    return np.maximum(t_compute, t_memory), flops
+
+
+def gemm_fwd_bwd_time(m, n, k, **kw):
+    """Forward GEMM and its two backward GEMMs (data gradient m x k, weight gradient k x n).
+
+    Backward = 2x forward FLOPs (Narayanan et al. 2021, sec. 5.1).
+    Returns (forward time, backward time, forward flops).
+    """
+    t_fwd, flops = gemm_time(m, n, k, **kw)
+    t_dgrad, _ = gemm_time(m, k, n, **kw)
+    t_wgrad, _ = gemm_time(k, n, m, **kw)
+    return t_fwd, t_dgrad + t_wgrad, flops
+
+
+def attention_core_flops(b, s_q, s_kv, heads, d_qk, d_v, causal_fraction):
+    """Forward FLOPs of softmax(QK^T)V for `heads` heads: 2 s_q s_kv (d_qk + d_v) per head and sequence.
+
+    causal_fraction is the share of the score matrix a causal mask keeps (1/2 for a
+    full causal sequence, Dao 2023 FlashAttention-2 sec. 3.1).
+    """
+    return 2.0 * b * s_q * s_kv * heads * (d_qk + d_v) * causal_fraction
+
+
+FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention-2 backward issues 5 matmuls to the forward's 2 (Dao 2023, sec. 3.2)
+
+
+def memory_time(nbytes, *, bandwidth, memory_efficiency):
+    """Seconds to stream `nbytes` through HBM at the achievable bandwidth."""
+    return nbytes / (bandwidth * memory_efficiency)

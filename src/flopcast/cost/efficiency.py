@@ -1,0 +1,74 @@
+"""Calibrated efficiency parameters: few, physical, each fitted on named data.
+
+The values flopcast ships live in catalog/data/calibration.yaml, written by
+`flopcast calibrate` (which records the data file, rows, date and fit error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+
+@dataclass(frozen=True)
+class FamilyEfficiency:
+    """What one chip family's kernels reach, as fractions of its peaks."""
+
+    gemm: float = 0.75  # large bf16/fp16/tf32 GEMMs, fraction of dense peak
+    gemm_fp8: float = 0.55  # large FP8 GEMMs, fraction of FP8 dense peak
+    attention: float = 0.5  # fused (flash) attention, fraction of bf16 peak
+    memory: float = 0.8  # elementwise kernels, fraction of HBM bandwidth
+
+
+@dataclass(frozen=True)
+class Calibration:
+    families: dict = field(default_factory=dict)  # family -> FamilyEfficiency
+    scaleup_efficiency: float = 0.8  # fraction of NVLink/NeuronLink/ICI bandwidth a collective reaches
+    scaleout_efficiency: float = 0.7  # fraction of EFA/InfiniBand/RoCE bandwidth a collective reaches
+    tp_overlap: float = 0.0  # fraction of TP/CP/EP communication hidden behind compute
+    dp_overlap: float = 0.8  # fraction of the overlappable window DP communication hides in
+    op_overhead_s: float = 2e-6  # fixed cost per kernel (launch, synchronisation)
+    step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
+    provenance: dict = field(default_factory=dict, compare=False, hash=False)
+    priors: dict = field(default_factory=dict, compare=False, hash=False)  # family -> where its values come from
+
+    def family(self, name: str) -> FamilyEfficiency:
+        if name in self.families:
+            return self.families[name]
+        fallback = FAMILY_FALLBACK.get(name)
+        if fallback in self.families:
+            return self.families[fallback]
+        return self.mean_family()
+
+    def mean_family(self) -> FamilyEfficiency:
+        if not self.families:
+            return FamilyEfficiency()
+        vals = list(self.families.values())
+        return FamilyEfficiency(
+            **{f.name: sum(getattr(v, f.name) for v in vals) / len(vals) for f in fields(FamilyEfficiency)}
+        )
+
+    def is_calibrated(self, family: str) -> bool:
+        return family in self.families
+
+    def basis(self, chip_id: str, family: str) -> str:
+        """One line saying where a chip's efficiencies come from."""
+        measured = self.provenance.get("rows_per_chip", {}).get(chip_id, 0)
+        if measured:
+            return f"calibrated: {measured} measured {chip_id} runs in the fit"
+        fitted_on = ", ".join(self.provenance.get("chips_per_family", {}).get(family, []))
+        if family in self.families:
+            return (f"no measured {chip_id} runs: efficiencies of its architecture family '{family}' "
+                    f"(fitted on {fitted_on or 'its family'}), peaks and bandwidths from its specifications")
+        fallback = FAMILY_FALLBACK.get(family)
+        if fallback in self.families:
+            return (f"no measured {chip_id} runs: efficiencies of the related family '{fallback}', "
+                    "peaks and bandwidths from its specifications")
+        return (f"no measured {chip_id} runs and no calibrated relative: mean efficiencies of the calibrated "
+                "families, peaks and bandwidths from its specifications")
+
+    def with_(self, **kw) -> "Calibration":
+        return replace(self, **kw)
+
+
+# Chip families without measured runs borrow from their nearest architecture relative.
+FAMILY_FALLBACK = {"inferentia": "trainium"}

@@ -1,0 +1,76 @@
+"""Parameter counts of a decoder-only transformer.
+
+Dense attention + MLP per layer as in Narayanan et al. 2021 (arXiv:2104.04473) sec. 5.1
+(12 h^2 per layer for MHA with a 4h GeLU MLP), generalised to GQA (Ainslie et al. 2023),
+SwiGLU (Shazeer 2020), MoE (Fedus et al. 2021) and MLA (DeepSeek-AI 2024, arXiv:2405.04434).
+Biases and norm weights are counted (2h per norm); they are <0.1% of any catalog model.
+"""
+
+from __future__ import annotations
+
+from ..model.workload import Mlp, Model
+
+
+def attention_params(m: Model) -> float:
+    """Weights of one attention block's projections (MLA: with its two low-rank norms)."""
+    h = m.hidden
+    if m.mla:
+        a = m.mla
+        qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+        q = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.heads * qk_head
+        kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+        kv += a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim)
+        out = m.heads * a.v_head_dim * h
+        return q + kv + out
+    return h * (m.q_dim + 2 * m.kv_dim) + m.q_dim * h
+
+
+def mlp_params(h: int, ffn: int, mlp: Mlp) -> float:
+    """One MLP (or one expert): 2 matrices for GeLU, 3 for SwiGLU."""
+    return (3 if mlp == Mlp.SWIGLU else 2) * h * ffn
+
+
+def moe_params(m: Model) -> tuple[float, float]:
+    """(routed expert weights, always-active weights: router + shared experts) of one MoE layer."""
+    e = m.moe
+    routed = e.experts * mlp_params(m.hidden, e.expert_ffn, m.mlp)
+    shared_ffn = e.shared_ffn or e.shared_experts * e.expert_ffn
+    always = m.hidden * e.experts + (mlp_params(m.hidden, shared_ffn, m.mlp) if shared_ffn else 0)
+    return routed, always
+
+
+def layer_params(m: Model, moe_layer: bool) -> float:
+    """All weights of one layer: two norms (weight + bias, 2h each), attention, MLP or MoE."""
+    p = attention_params(m) + 4 * m.hidden
+    if moe_layer:
+        routed, always = moe_params(m)
+        return p + routed + always
+    return p + mlp_params(m.hidden, m.ffn_hidden, m.mlp)
+
+
+def embedding_params(m: Model) -> float:
+    """Input embedding + output layer (counted once when tied) + final norm."""
+    return m.vocab * m.hidden * (1 if m.tied_embeddings else 2) + m.hidden
+
+
+def total_params(m: Model) -> float:
+    moe = m.moe_layers * layer_params(m, True) if m.moe_layers else 0.0
+    return m.dense_layers * layer_params(m, False) + moe + embedding_params(m)
+
+
+def active_params(m: Model) -> float:
+    """Weights one token touches: routed experts count topk of E."""
+    if not m.moe:
+        return total_params(m)
+    routed, _ = moe_params(m)
+    inactive = routed * (1 - m.moe.topk / m.moe.experts)
+    return total_params(m) - m.moe_layers * inactive
+
+
+def matmul_params_per_token(m: Model) -> float:
+    """Weights in GEMMs a token passes through: active params less the input embedding and norms.
+
+    The N of the 6N FLOPs-per-token rule (Kaplan et al. 2020, sec. 2.1), with the
+    output (logit) layer counted as PaLM does (Chowdhery et al. 2022, App. B).
+    """
+    return active_params(m) - m.vocab * m.hidden * (0 if m.tied_embeddings else 1) - m.hidden * (4 * m.layers + 1)

@@ -1,0 +1,1 @@
+"""Value types of the three inputs (workload, system, strategy) and the errors they raise."""

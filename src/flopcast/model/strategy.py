@@ -1,0 +1,161 @@
+"""The strategy: how a training step is laid out over chips.
+
+Degrees are counted in chips (Trainium included: a Neuron TP degree of 32
+NeuronCores on Trainium1, two cores per chip, is tp=16 here; the cores of one
+chip share its HBM and act as one device in the collectives flopcast models).
+Rank order is Megatron's: tp innermost, then cp, then dp (ep lies inside dp),
+then pp outermost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from enum import IntEnum
+
+import numpy as np
+
+from .system import Dtype
+
+
+class Recompute(IntEnum):
+    NONE = 0
+    SELECTIVE = 1  # core attention recomputed (Korthikanti et al. 2022, sec. 4.2)
+    FULL = 2  # every layer's forward recomputed from its stored input
+
+
+class Sharding(IntEnum):
+    NONE = 0  # plain data parallel: every chip holds weights, grads, optimizer
+    ZERO1 = 1  # optimizer states sharded (Megatron distributed optimizer)
+    ZERO2 = 2  # + gradients
+    ZERO3 = 3  # + weights (FSDP)
+
+
+class Schedule(IntEnum):
+    ONE_F_ONE_B = 0  # PipeDream-Flush (Narayanan et al. 2021)
+    INTERLEAVED = 1  # virtual stages, bubble (p-1)/(v m)
+    GPIPE = 2  # all forwards then all backwards; m micro-batches in flight
+
+
+def _label(e: IntEnum) -> str:
+    return {"ONE_F_ONE_B": "1f1b"}.get(e.name, e.name.lower())
+
+
+def parse_choice(cls, text: str, field_name: str):
+    names = {_label(e): e for e in cls}
+    key = text.strip().lower()
+    if key == "fsdp":
+        key = "zero3"
+    if key not in names:
+        from ..errors import FlopcastError
+
+        raise FlopcastError(f"unknown {field_name} {text!r}; valid: {', '.join(names)}")
+    return names[key]
+
+
+def label(e: IntEnum) -> str:
+    return _label(e)
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1  # virtual stages per pipeline rank (interleaved schedule)
+    micro_batch: int = 1  # sequences per micro-batch
+    global_batch: int = 1  # sequences per optimizer step
+    recompute: Recompute = Recompute.NONE
+    sharding: Sharding = Sharding.ZERO1
+    sequence_parallel: bool = True
+    dtype: Dtype = Dtype.BF16
+    schedule: Schedule = Schedule.ONE_F_ONE_B
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    def describe(self) -> str:
+        parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
+        if self.cp > 1:
+            parts.append(f"cp={self.cp}")
+        if self.ep > 1:
+            parts.append(f"ep={self.ep}")
+        if self.vp > 1:
+            parts.append(f"vp={self.vp}")
+        parts += [
+            f"mb={self.micro_batch}",
+            f"gb={self.global_batch}",
+            f"recompute={label(self.recompute)}",
+            f"sharding={label(self.sharding)}",
+            f"sp={'on' if self.sequence_parallel else 'off'}",
+            f"dtype={self.dtype.label}",
+            f"schedule={label(self.schedule)}",
+        ]
+        return " ".join(parts)
+
+    def as_dict(self) -> dict:
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = label(v) if isinstance(v, IntEnum) and not isinstance(v, Dtype) else (
+                v.label if isinstance(v, Dtype) else v
+            )
+        return out
+
+    def with_(self, **kw) -> "Layout":
+        return replace(self, **kw)
+
+
+LAYOUT_FIELDS = tuple(f.name for f in fields(Layout))
+
+
+@dataclass(frozen=True)
+class LayoutBatch:
+    """Many layouts as parallel numpy arrays: the vectorized path's input.
+
+    Categorical fields hold their enum's integer value, sequence_parallel 0/1.
+    """
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    vp: np.ndarray
+    micro_batch: np.ndarray
+    global_batch: np.ndarray
+    recompute: np.ndarray
+    sharding: np.ndarray
+    sequence_parallel: np.ndarray
+    dtype: np.ndarray
+    schedule: np.ndarray
+
+    @classmethod
+    def of(cls, layouts: list[Layout]) -> "LayoutBatch":
+        return cls(**{n: np.array([int(getattr(l, n)) for l in layouts], dtype=np.int64) for n in LAYOUT_FIELDS})
+
+    @classmethod
+    def from_arrays(cls, **arrays) -> "LayoutBatch":
+        n = max(np.size(a) for a in arrays.values())
+        return cls(**{k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)).copy() for k, v in arrays.items()})
+
+    @property
+    def size(self) -> int:
+        return int(self.tp.shape[0])
+
+    def take(self, index) -> "LayoutBatch":
+        return LayoutBatch(**{n: getattr(self, n)[index] for n in LAYOUT_FIELDS})
+
+    def layout(self, i: int) -> Layout:
+        v = {n: int(getattr(self, n)[i]) for n in LAYOUT_FIELDS}
+        return Layout(
+            **{**v, "recompute": Recompute(v["recompute"]), "sharding": Sharding(v["sharding"]),
+               "sequence_parallel": bool(v["sequence_parallel"]), "dtype": Dtype(v["dtype"]),
+               "schedule": Schedule(v["schedule"])}
+        )

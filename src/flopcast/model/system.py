@@ -1,0 +1,115 @@
+"""The system: chips, the node they sit in, and the fabric tiers that join them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+
+class Dtype(IntEnum):
+    """Compute data type. fp8 means FP8 GEMMs with BF16 elsewhere (Trainium: cFP8)."""
+
+    FP32 = 0
+    TF32 = 1
+    BF16 = 2
+    FP16 = 3
+    FP8 = 4
+    INT8 = 5
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> "Dtype":
+        key = text.strip().lower()
+        if key == "cfp8":
+            key = "fp8"
+        try:
+            return cls[key.upper()]
+        except KeyError:
+            valid = ", ".join(d.label for d in cls) + ", cfp8"
+            from ..errors import FlopcastError
+
+            raise FlopcastError(f"unknown dtype {text!r}; valid: {valid}") from None
+
+
+class Topology(str, Enum):
+    SWITCH = "switch"  # every chip reaches every other at full per-chip bandwidth
+    RING = "ring"
+    TORUS2D = "torus2d"
+    TORUS3D = "torus3d"
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One level of the fabric: `size` chips joined at `bandwidth` bytes/s per chip per direction."""
+
+    name: str
+    size: int
+    topology: Topology
+    bandwidth: float  # bytes/s, per chip, per direction, as a collective can use it
+    latency: float  # seconds, per hop / per message
+    dims: tuple[int, ...] = ()
+    scale_out: bool = False  # a network between nodes (EFA, InfiniBand, RoCE, DCN)
+
+
+@dataclass(frozen=True)
+class Chip:
+    id: str
+    name: str
+    kind: str  # accelerator | cpu
+    family: str
+    peak_flops: dict  # Dtype -> FLOP/s (dense), or None where not published
+    memory: float  # bytes
+    memory_bandwidth: float  # bytes/s
+    sram: float | None = None  # bytes
+    power: float | None = None  # watts
+    tile: tuple[int, int] = (128, 128)
+    cores: int = 1
+    default_system: str = ""
+    clock: float | None = None  # Hz (CPUs)
+    vector_bits: int = 0
+    simd_units: int = 0
+    isa: tuple[str, ...] = ()
+    memory_channels: int = 0
+    sources: dict = field(default_factory=dict, compare=False, hash=False)
+    notes: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def peak(self, dtype: Dtype) -> float:
+        """Dense peak FLOP/s for a compute dtype; fp8 falls back to bf16 where the chip has no FP8 unit."""
+        value = self.peak_flops.get(dtype)
+        if value is None and dtype == Dtype.FP8:
+            value = self.peak_flops.get(Dtype.BF16)
+        if value is None and dtype == Dtype.TF32:
+            value = self.peak_flops.get(Dtype.FP32)
+        if value is None and dtype in (Dtype.FP16, Dtype.BF16):
+            value = self.peak_flops.get(Dtype.BF16) or self.peak_flops.get(Dtype.FP16)
+        if value is None:
+            from ..errors import FlopcastError
+
+            raise FlopcastError(f"chip {self.id} has no published {dtype.label} peak; choose another --dtype")
+        return value
+
+
+@dataclass(frozen=True)
+class System:
+    id: str
+    name: str
+    chip: Chip
+    chips_per_node: int
+    tiers: tuple[Tier, ...]
+    price_per_hour: float | None = None  # USD per node-hour
+    vcpus: int = 0
+    host_memory: float | None = None
+    memory_bandwidth: float | None = None  # CPU instances: bytes/s for the whole instance
+    sources: dict = field(default_factory=dict, compare=False, hash=False)
+    notes: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def max_chips(self) -> int:
+        return self.tiers[-1].size if self.tiers else self.chips_per_node
+
+    @property
+    def price_per_chip_hour(self) -> float | None:
+        return None if self.price_per_hour is None else self.price_per_hour / self.chips_per_node

@@ -1,0 +1,239 @@
+"""Search every layout at once: candidates as numpy arrays, named validity rules, one vectorized evaluation.
+
+Loop in Python over nothing but the few degree combinations; everything else is
+an array. Each rule is named and counts what it rejects, so "nothing fits" explains
+itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cost.efficiency import Calibration
+from ..errors import FlopcastError
+from ..model.strategy import LAYOUT_FIELDS, LayoutBatch, Recompute, Schedule, Sharding
+from ..model.system import Dtype, System
+from ..model.workload import Model
+from ..simulate import training
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Pinned values (a tuple of one) or candidate lists for every layout field; None = flopcast's default range."""
+
+    tp: tuple | None = None
+    pp: tuple | None = None
+    dp: tuple | None = None
+    cp: tuple | None = None
+    ep: tuple | None = None
+    vp: tuple | None = None
+    micro_batch: tuple | None = None
+    global_batch: tuple | None = None
+    recompute: tuple | None = None
+    sharding: tuple | None = None
+    sequence_parallel: tuple | None = None
+    dtype: tuple | None = (Dtype.BF16,)
+    schedule: tuple | None = None
+    batch_range: tuple | None = None  # (min, max) global batch in sequences when global_batch is free
+
+    def pinned(self) -> dict:
+        return {k: getattr(self, k) for k in LAYOUT_FIELDS if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    batch: LayoutBatch  # every valid layout, evaluated
+    results: dict  # arrays from training.evaluate
+    order: np.ndarray  # indices of batch, best first (those that fit)
+    considered: int
+    rejected: dict = field(default_factory=dict)  # rule -> candidates it rejected
+
+    @property
+    def n_fit(self) -> int:
+        return int(self.order.size)
+
+
+def _pow2_upto(n: int) -> list[int]:
+    return [2**i for i in range(int(math.log2(max(n, 1))) + 1)]
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def default_global_batches(model: Model, lo: int | None = None, hi: int | None = None) -> list[int]:
+    """Global batches (sequences) near the model's customary batch: powers of two within 0.5x..2x of it."""
+    tokens = model.batch_tokens or 4e6  # 4M tokens when the model states none (Llama 2/3 scale)
+    base = max(1, tokens / model.seq_len)
+    lo = lo or max(1, int(base / 2))
+    hi = hi or max(lo, int(base * 2))
+    out = [b for b in _pow2_upto(hi) if lo <= b <= hi]
+    mid = int(round(base))
+    if lo <= mid <= hi:
+        out.append(mid)
+    return sorted(set(out)) or [max(1, int(base))]
+
+
+def candidates(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
+    """All candidate layouts (arrays) and how many each cheap rule rejected."""
+    node = system.chips_per_node
+    L = model.layers
+    tp_c = space.tp or tuple(t for t in _pow2_upto(node) if t <= node)
+    cp_c = space.cp or tuple(c for c in _pow2_upto(min(32, chips)) if model.seq_len // c >= 1024 or c == 1)
+    pp_c = space.pp or tuple(p for p in range(1, min(L, 128) + 1) if p <= 8 or p % 2 == 0)
+    vp_c = space.vp or (1, 2, 3, 4, 6, 8)
+    mb_c = space.micro_batch or (1, 2, 4, 8)
+    if space.global_batch:
+        gb_c = space.global_batch
+    else:
+        lo, hi = space.batch_range or (None, None)
+        gb_c = tuple(default_global_batches(model, lo, hi))
+    ep_c = space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts)))
+    rc_c = space.recompute or tuple(Recompute)
+    sh_c = space.sharding or tuple(Sharding)
+    sp_c = space.sequence_parallel or (1, 0)
+    dt_c = space.dtype or (Dtype.BF16,)
+    sc_c = space.schedule or (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+
+    rejected: dict[str, int] = {}
+    considered = 0
+    rows = []
+    for tp, cp, pp, gb, mb in itertools.product(tp_c, cp_c, pp_c, gb_c, mb_c):
+        if space.dp:
+            dps = list(space.dp)
+        else:
+            room = chips // (tp * cp * pp)
+            if room < 1:
+                considered += 1
+                rejected["more chips than the cluster has"] = rejected.get("more chips than the cluster has", 0) + 1
+                continue
+            per_dp = gb // mb if gb % mb == 0 else 0
+            fitting = [d for d in _divisors(per_dp) if d <= room] if per_dp else []
+            if not allow_idle:
+                fitting = [d for d in fitting if d == room]
+            dps = sorted({max(fitting), 2 ** int(math.log2(max(fitting)))} & set(fitting)) if fitting else [room]
+        for dp in dps:
+            rows.append((tp, cp, pp, dp, gb, mb))
+    if not rows:
+        return LayoutBatch.of([]), rejected, considered
+    base = np.array(rows, dtype=np.int64)
+    # expand over the remaining categorical and small numeric choices
+    grids = [np.arange(len(base)), np.array(ep_c), np.array(vp_c), np.array([int(r) for r in rc_c]),
+             np.array([int(s) for s in sh_c]), np.array([int(s) for s in sp_c]), np.array([int(d) for d in dt_c]),
+             np.array([int(s) for s in sc_c])]
+    mesh = np.meshgrid(*grids, indexing="ij")
+    flat = [g.ravel() for g in mesh]
+    b = base[flat[0]]
+    lb = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
+                     ep=flat[1], vp=flat[2], recompute=flat[3], sharding=flat[4], sequence_parallel=flat[5],
+                     dtype=flat[6], schedule=flat[7])
+    considered += lb.size
+    return lb, rejected, considered
+
+
+def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
+    """Named validity rules, each a boolean array (True = passes)."""
+    tp, pp, dp, cp, ep, vp = lb.tp, lb.pp, lb.dp, lb.cp, lb.ep, lb.vp
+    used = tp * pp * dp * cp
+    interleaved = lb.schedule == Schedule.INTERLEAVED
+    experts = model.moe.experts if model.moe else 1
+    out = {
+        "tp divides the attention heads": (model.heads % tp == 0)
+        & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)),
+        "tp fits within one node": tp <= system.chips_per_node,
+        "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": np.where(interleaved, (vp > 1) & (pp > 1), vp == 1),
+        "global batch divides into dp x micro-batch": (lb.global_batch % (dp * lb.micro_batch) == 0)
+        & (lb.global_batch >= dp * lb.micro_batch),
+        "cp divides the sequence": model.seq_len % cp == 0,
+        "ep is 1 for dense models and divides the experts and dp": np.where(
+            model.moe is not None, (experts % ep == 0) & (dp % ep == 0), ep == 1),
+        "sequence parallel needs tp > 1": (lb.sequence_parallel == 0) | (tp > 1),
+        "chips available": used <= (chips if chips else used),
+    }
+    if exact_chips and chips:
+        out["tp x pp x dp x cp equals the chips"] = used == chips
+    return out
+
+
+def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
+           objective: str = "throughput", allow_idle: bool = True, progress=None) -> SearchOutcome:
+    """Evaluate every valid layout; order those that fit, best first."""
+    lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+    if lb.size == 0:
+        return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
+    ok = np.ones(lb.size, dtype=bool)
+    for name, passed in rules(model, system, lb, chips, exact_chips=False).items():
+        newly = ok & ~passed
+        if newly.any():
+            rejected[name] = rejected.get(name, 0) + int(newly.sum())
+        ok &= passed
+    try:
+        for d in np.unique(lb.dtype):
+            system.chip.peak(Dtype(int(d)))
+    except FlopcastError:
+        bad = ok & (lb.dtype == d)
+        rejected[f"chip has no {Dtype(int(d)).label} peak"] = int(bad.sum())
+        ok &= ~bad
+    lb = lb.take(np.nonzero(ok)[0])
+    if lb.size == 0:
+        return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
+    res = _evaluate_chunked(model, system, lb, cal, progress)
+    fits = res["fits"]
+    if (~fits).any():
+        rejected["does not fit in memory"] = int((~fits).sum())
+    score = objective_score(res, system, objective)
+    idx = np.nonzero(fits)[0]
+    order = idx[np.argsort(score[idx], kind="stable")]
+    return SearchOutcome(lb, res, order, considered, rejected)
+
+
+CHUNK = 262_144
+
+
+def _evaluate_chunked(model, system, lb, cal, progress):
+    if lb.size <= CHUNK:
+        out = training.evaluate(model, system, lb, cal)
+        if progress:
+            progress(lb.size)
+        return out
+    pieces = []
+    for start in range(0, lb.size, CHUNK):
+        sub = lb.take(slice(start, start + CHUNK))
+        pieces.append(training.evaluate(model, system, sub, cal))
+        if progress:
+            progress(sub.size)
+    return _concat(pieces)
+
+
+def _concat(pieces):
+    out = {}
+    for k, v in pieces[0].items():
+        if isinstance(v, dict):
+            out[k] = {kk: np.concatenate([np.broadcast_to(p[k][kk], p["step_time_s"].shape) for p in pieces])
+                      for kk in v}
+        else:
+            out[k] = np.concatenate([np.broadcast_to(p[k], p["step_time_s"].shape) for p in pieces])
+    return out
+
+
+def objective_score(res: dict, system: System, objective: str):
+    """Lower is better: seconds per token (throughput), dollars per token (cost), joules per token (energy)."""
+    per_token = 1.0 / res["tokens_per_s"]
+    if objective == "throughput":
+        return per_token
+    if objective == "cost":
+        price = system.price_per_chip_hour
+        if price is None:
+            raise FlopcastError(f"{system.id} has no known price; use --objective throughput or a system with a price")
+        return per_token * res["chips"] * price
+    if objective == "energy":
+        if system.chip.power is None:
+            raise FlopcastError(f"{system.chip.id} has no published power; use --objective throughput")
+        return per_token * res["chips"] * system.chip.power
+    raise FlopcastError(f"unknown objective {objective!r}; valid: throughput, cost, energy")

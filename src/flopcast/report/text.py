@@ -1,0 +1,94 @@
+"""Plain-text rendering of results: every figure with its unit."""
+
+from __future__ import annotations
+
+from ..units import DAY, GiB, fmt, fmt_duration
+
+DEFINITIONS = (
+    "MFU = model FLOPs (6N + 12LHQT per token, PaLM App. B) per second / (chips x dense peak of the compute dtype); "
+    "HFU adds the FLOPs recomputation spends (Korthikanti et al. 2022)."
+)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def table(rows: list[list[str]], header: list[str], align_right: set[int] = frozenset()) -> str:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    def line(r):
+        return "  ".join(str(c).rjust(w) if i in align_right else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def train_report(r) -> str:
+    m, s, lay = r.model, r.system, r.layout
+    out = []
+    out.append(f"flopcast train: {m.name} on {r.chips:,} x {s.chip.name} ({s.id}, {s.chips_per_node} chips per node)")
+    src = {"searched": "searched", "given": "as given"}.get(r.layout_source, r.layout_source)
+    out.append(f"layout ({src}): {lay.describe()}")
+    if r.chosen_fields:
+        out.append(f"  chosen by flopcast: {', '.join(r.chosen_fields)}")
+    if r.idle_chips:
+        out.append(f"  {r.idle_chips:,} of {r.chips:,} chips left idle (the layout uses {r.chips_used:,})")
+    out.append(f"  {lay.microbatches} micro-batches of {lay.micro_batch} x {m.seq_len} tokens per pipeline per step")
+    out.append("")
+    out.append("throughput")
+    out.append(f"  step time               {r.step_time_s:10.3f} s")
+    out.append(f"  tokens/s (total)        {r.tokens_per_s:12,.0f} tokens/s")
+    out.append(f"  tokens/s per chip       {r.tokens_per_s_per_chip:12,.1f} tokens/s")
+    out.append(f"  model TFLOP/s per chip  {r.model_tflops_per_chip:10.1f} TFLOP/s")
+    out.append(f"  MFU                     {_pct(r.mfu):>10}")
+    out.append(f"  HFU                     {_pct(r.hfu):>10}")
+    out.append(f"  ({DEFINITIONS})")
+    out.append("")
+    out.append("time per step")
+    for k, v in r.time_breakdown_s.items():
+        if v > 0 or k in ("compute",):
+            out.append(f"  {k:<22}{v:10.3f} s  {100 * v / r.step_time_s:5.1f}%")
+    out.append(f"  {'total':<22}{r.step_time_s:10.3f} s")
+    out.append("")
+    cap = r.memory_capacity_bytes
+    out.append(f"memory per chip (busiest pipeline stage){'' if r.fits else '  ** DOES NOT FIT **'}")
+    for k, v in r.memory_breakdown_bytes.items():
+        out.append(f"  {k:<22}{v / GiB:10.2f} GiB")
+    out.append(f"  {'total':<22}{r.memory_bytes / GiB:10.2f} GiB of {cap / GiB:.2f} GiB"
+               f" ({100 * r.memory_bytes / cap:.0f}%){'' if r.fits else ' -- exceeds capacity'}")
+    out.append("")
+    if r.tokens:
+        out.append(f"to train on {r.tokens:.3g} tokens")
+        out.append(f"  time-to-train           {fmt_duration(r.time_to_train_s):>14}  ({r.time_to_train_s / DAY:.2f} days)")
+        out.append(f"  chip-hours              {r.chip_hours:14,.0f} chip-h")
+        out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({s.chips_per_node} chips each)")
+        missing = r.why_missing()
+        if r.energy_kwh is not None:
+            out.append(f"  energy (chip TDP only)  {r.energy_kwh:14,.0f} kWh")
+        else:
+            out.append(f"  energy                  cannot compute: {missing.get('energy')}")
+        if r.cost_usd is not None:
+            out.append(f"  cost                    {r.cost_usd:14,.0f} USD at {s.price_per_hour:.2f} USD/h per instance")
+        else:
+            out.append(f"  cost                    cannot compute: {missing.get('cost')}")
+        out.append("")
+    out.append(f"calibration: {r.calibration_basis}")
+    for n in r.notes:
+        out.append(f"note: {n}")
+    return "\n".join(out)
+
+
+def catalog_list(models, chips, systems) -> str:
+    out = ["models:"]
+    out.append(table(models, ["id", "name", "params", "layers", "hidden", "heads/kv", "seq"], {2, 3, 4, 6}))
+    out.append("\nchips:")
+    out.append(table(chips, ["id", "name", "bf16 peak", "memory", "bandwidth", "power"], {2, 3, 4, 5}))
+    out.append("\nsystems:")
+    out.append(table(systems, ["id", "chip", "chips/node", "scale-out/chip", "max chips", "price"], {2, 3, 4, 5}))
+    return "\n".join(out)
+
+
+def fmt_bytes(b: float) -> str:
+    return f"{b / GiB:.1f} GiB"
+
+
+def fmt_rate(x: float, unit: str) -> str:
+    return fmt(x, unit)

@@ -1,0 +1,332 @@
+"""One training step, for one layout or a million: the same numpy code.
+
+`evaluate` takes a LayoutBatch (numpy arrays) and returns arrays; the scalar path
+(`flopcast.train`) calls it with a batch of one. Every formula it uses lives in
+flopcast.cost; this module only composes them into a step:
+
+    step = m * t_stage_max + bubble + exposed pp/dp communication + optimizer + overhead
+    bubble = (p - 1) / v * t_stage_max      (Narayanan et al. 2021, sec. 2.2; v = 1 for 1F1B and GPipe)
+
+with t_stage the time one pipeline stage spends on one micro-batch (forward,
+backward, recomputation, exposed tensor/context/expert-parallel communication).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import comm, compute, memory, params
+from ..cost.comm import Collective
+from ..cost.efficiency import Calibration
+from ..model.strategy import LayoutBatch, Recompute, Schedule, Sharding
+from ..model.system import Dtype, System
+from ..model.workload import Mlp, Model
+
+# Kernels one fused Megatron-style layer launches per micro-batch: ~12 forward, ~24 backward.
+# An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
+# each costs calibration.op_overhead_s.
+KERNELS_PER_LAYER = 36
+GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
+FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
+OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
+
+TIME_KEYS = ("compute", "recompute", "comm/tp", "comm/cp", "comm/ep", "comm/pp", "comm/dp",
+             "bubble", "imbalance", "optimizer", "overhead")
+MEMORY_KEYS = ("weights", "grads", "optimizer", "activations", "other")
+
+
+def _peaks(chip, dtypes: np.ndarray):
+    """(GEMM peak, attention/elementwise peak) per layout; NaN where the chip lacks the dtype."""
+    table = np.full(len(Dtype), np.nan)
+    for d in Dtype:
+        try:
+            table[d] = chip.peak(d)
+        except ValueError:
+            pass
+    gemm = table[dtypes]
+    attn = table[np.where(dtypes == Dtype.FP8, Dtype.BF16, dtypes)]
+    return gemm, attn
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """Per micro-batch times (s) and FLOPs of one layer on one chip."""
+
+    fwd: np.ndarray
+    bwd: np.ndarray
+    attn_fwd: np.ndarray
+    flops_fwd: np.ndarray
+    attn_flops_fwd: np.ndarray
+    tp_comm: np.ndarray
+    cp_comm: np.ndarray
+    ep_comm: np.ndarray
+
+
+def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool) -> _Layer:
+    chip = system.chip
+    fam = cal.family(chip.family)
+    tp, cp, ep, b, sp, T = x["tp"], x["cp"], x["ep"], x["b"], x["sp"], x["T"]
+    h, s = model.hidden, model.seq_len
+    kw = dict(peak=x["peak_gemm"], efficiency=x["gemm_eff"], tile=chip.tile, cores=chip.cores,
+              bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=x["operand_bytes"])
+
+    fwd = np.zeros_like(T)
+    bwd = np.zeros_like(T)
+    flops = np.zeros_like(T)
+
+    def gemm(mm, nn, kk, count=1.0):
+        nonlocal fwd, bwd, flops
+        f, bk, fl = compute.gemm_fwd_bwd_time(mm, nn, kk, **kw)
+        fwd = fwd + count * f
+        bwd = bwd + count * bk
+        flops = flops + count * fl
+
+    # attention projections
+    if model.mla:
+        a = model.mla
+        gemm(T, a.q_lora_rank, h)
+        gemm(T, model.q_dim / tp, a.q_lora_rank)
+        gemm(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
+        gemm(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
+        d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+    else:
+        gemm(T, (model.q_dim + 2 * model.kv_dim) / tp, h)
+        d_qk = d_v = model.d_head
+    gemm(T, h, model.attn_out_dim / tp)
+
+    # attention core (fused): each chip's s/cp queries against the keys before them
+    if sliding:
+        s_kv, causal = min(model.sliding_window, s), 1.0
+    else:
+        s_kv, causal = s, 0.5
+    attn_flops = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, causal)
+    attn_fwd = attn_flops / (x["peak_attn"] * fam.attention)
+
+    # MLP or experts
+    act_elems = 0.0
+    if moe_layer:
+        e = model.moe
+        gemm(T, e.experts, h)  # router
+        tokens_per_expert = T * e.topk * ep / e.experts
+        up = e.expert_ffn * (2 if model.mlp == Mlp.SWIGLU else 1)
+        gemm(tokens_per_expert, up / tp, h, count=e.experts / ep)
+        gemm(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep)
+        shared = e.shared_ffn or e.shared_experts * e.expert_ffn
+        if shared:
+            gemm(T, shared * (2 if model.mlp == Mlp.SWIGLU else 1) / tp, h)
+            gemm(T, h, shared / tp)
+        act_elems = e.topk * (memory.mlp_activation_elems(h, e.expert_ffn, model.mlp) + 4 * h)  # + permutes
+        act_elems = act_elems + (memory.mlp_activation_elems(h, shared, model.mlp) if shared else 0.0)
+    else:
+        up = model.ffn_hidden * (2 if model.mlp == Mlp.SWIGLU else 1)
+        gemm(T, up / tp, h)
+        gemm(T, h, model.ffn_hidden / tp)
+        act_elems = memory.mlp_activation_elems(h, model.ffn_hidden, model.mlp)
+
+    # elementwise: two norms (read+write h), two residual adds (read 2h, write h), activation, rotary
+    replicated = 10.0 * h / np.where(sp, tp, 1.0)
+    sharded = (act_elems + 2.0 * (model.q_dim + model.kv_dim)) / tp
+    elem_fwd = compute.memory_time(T * (replicated + sharded) * memory.ACT_BYTES,
+                                   bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
+    overhead = KERNELS_PER_LAYER * cal.op_overhead_s
+    fwd = fwd + attn_fwd + elem_fwd + overhead / 3.0
+    bwd = bwd + compute.FLASH_BACKWARD_FACTOR * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
+
+    # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
+    # (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2)
+    act_bytes = T * h * memory.ACT_BYTES
+    ar = comm.collective_time(Collective.ALL_REDUCE, act_bytes, tp, 1, system, cal)
+    agrs = (comm.collective_time(Collective.ALL_GATHER, act_bytes, tp, 1, system, cal)
+            + comm.collective_time(Collective.REDUCE_SCATTER, act_bytes, tp, 1, system, cal))
+    tp_comm = 4.0 * np.where(sp, agrs, ar)  # 2 per pass, forward and backward
+
+    # context parallel (ring attention, Liu et al. 2023): K and V chunks go round the ring forward,
+    # K, V and their gradients backward; hidden behind the attention compute where it is longer
+    kv_bytes = b * s * 2 * model.kv_dim * memory.ACT_BYTES / tp  # all chunks of K and V
+    ring = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
+    cp_comm = (np.maximum(ring - attn_fwd, 0.0)
+               + np.maximum(2.0 * ring - compute.FLASH_BACKWARD_FACTOR * attn_fwd, 0.0))
+
+    # expert parallel: dispatch and combine all-to-all forward and backward (Lepikhin et al. 2020)
+    ep_comm = np.zeros_like(T)
+    if moe_layer:
+        a2a_bytes = T / np.where(sp, tp, 1.0) * model.moe.topk * h * memory.ACT_BYTES
+        ep_comm = 4.0 * comm.collective_time(Collective.ALL_TO_ALL, a2a_bytes, ep, tp * cp, system, cal)
+
+    return _Layer(fwd, bwd, attn_fwd, flops + attn_flops, attn_flops, tp_comm, cp_comm, ep_comm)
+
+
+def _as_float(lb: LayoutBatch) -> dict:
+    return {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
+
+
+def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+             reserve_bytes: float = memory.RESERVE_BYTES) -> dict:
+    """Step time, its breakdown, memory and throughput for every layout in `lb` (arrays)."""
+    chip = system.chip
+    fam = cal.family(chip.family)
+    f = _as_float(lb)
+    tp, pp, dp, cp, ep, vp, b, gb = (f[k] for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"))
+    sp = (lb.sequence_parallel.astype(bool)) & (tp > 1)
+    recompute, sharding, schedule, dtype = lb.recompute, lb.sharding, lb.schedule, lb.dtype
+    s, h, L = model.seq_len, model.hidden, model.layers
+    m = gb / (dp * b)
+    T = b * s / cp
+    peak_gemm, peak_attn = _peaks(chip, dtype)
+    x = dict(tp=tp, cp=cp, ep=ep, b=b, sp=sp, T=T, peak_gemm=peak_gemm, peak_attn=peak_attn,
+             gemm_eff=np.where(dtype == Dtype.FP8, fam.gemm_fp8, fam.gemm),
+             operand_bytes=np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0)))
+
+    # the layer kinds this model has, and how many of each
+    kinds = []
+    sliding_share = (1.0 - 1.0 / model.sliding_every) if model.sliding_window and model.sliding_every else 0.0
+    for moe_layer, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        if count == 0:
+            continue
+        for sliding, share in ((False, 1.0 - sliding_share), (True, sliding_share)):
+            if share > 0:
+                kinds.append((count * share, moe_layer, _layer(model, system, cal, x, moe_layer, sliding)))
+
+    def per_layer(attr):
+        return sum(c * getattr(l, attr) for c, _, l in kinds) / L
+
+    fwd, bwd, attn_fwd = per_layer("fwd"), per_layer("bwd"), per_layer("attn_fwd")
+    rec = np.where(recompute == Recompute.FULL, fwd, np.where(recompute == Recompute.SELECTIVE, attn_fwd, 0.0))
+    full_rec = recompute == Recompute.FULL
+    exposed = 1.0 - cal.tp_overlap
+    tp_c = per_layer("tp_comm") * np.where(full_rec, 1.5, 1.0) * exposed
+    cp_c = per_layer("cp_comm")
+    ep_c = per_layer("ep_comm") * np.where(full_rec, 1.5, 1.0) * exposed
+
+    # first stage: embedding lookup; last stage: logits GEMM and fp32 cross-entropy
+    kw = dict(peak=peak_gemm, efficiency=x["gemm_eff"], tile=chip.tile, cores=chip.cores,
+              bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=x["operand_bytes"])
+    lg_f, lg_b, lg_flops = compute.gemm_fwd_bwd_time(T, model.vocab / tp, h, **kw)
+    ce = compute.memory_time(3 * 4.0 * T * model.vocab / tp, bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
+    t_logits = lg_f + lg_b + 3 * ce
+    t_embed = compute.memory_time(3 * T * h * memory.ACT_BYTES, bandwidth=chip.memory_bandwidth,
+                                  memory_efficiency=fam.memory)
+
+    # per micro-batch stage times: the average stage and the busiest
+    interleaved = schedule == Schedule.INTERLEAVED
+    v = np.where(interleaved, vp, 1.0)
+    layer_time = fwd + bwd + rec + tp_c + cp_c + ep_c
+    stage_layers_max = np.where(interleaved, np.ceil(L / (pp * v)) * v, np.ceil(L / pp))
+    edge = np.where(pp > 1, np.maximum(t_embed, t_logits), t_embed + t_logits)
+    t_avg = (L * layer_time + t_embed + t_logits) / pp
+    t_max = np.maximum(stage_layers_max * layer_time + edge, t_avg)
+
+    parts = {
+        "compute": m * (L * (fwd + bwd) + t_embed + t_logits) / pp,
+        "recompute": m * L * rec / pp,
+        "comm/tp": m * L * tp_c / pp,
+        "comm/cp": m * L * cp_c / pp,
+        "comm/ep": m * L * ep_c / pp,
+        "imbalance": m * (t_max - t_avg),
+        "bubble": (pp - 1.0) / v * t_max,
+    }
+    # pipeline send/recv of one micro-batch's boundary activations, forward and backward, per virtual stage
+    p2p = comm.p2p_time(T * h * memory.ACT_BYTES / np.where(sp, tp, 1.0), tp * cp * dp, system, cal)
+    parts["comm/pp"] = np.where(pp > 1, 2.0 * v * m * p2p, 0.0)
+
+    # parameters a chip holds before data-parallel sharding (busiest stage)
+    layer_dense = params.layer_params(model, False)
+    n_moe = model.moe_layers
+    if model.moe:
+        routed, _ = params.moe_params(model)
+        layer_moe_nonexpert = params.layer_params(model, True) - routed
+    else:
+        routed, layer_moe_nonexpert = 0.0, 0.0
+    share = stage_layers_max / L
+    # the first and last stages each hold one vocab x hidden matrix; with pp = 1 one stage holds both (one if tied)
+    embed = model.vocab * h * np.where(pp > 1, 1.0, 1.0 if model.tied_embeddings else 2.0)
+    dense_params = (share * (model.dense_layers * layer_dense + n_moe * layer_moe_nonexpert) + embed) / tp
+    expert_params = share * n_moe * routed / (ep * tp)
+
+    # data parallel: gradient reduction and parameter gathers (Rajbhandari et al. 2020)
+    dp_stride = tp * cp
+    edp = np.maximum(dp / ep, 1.0)
+    edp_stride = tp * cp * ep
+    def dp_collective(kind, dense_bytes, expert_bytes):
+        return (comm.collective_time(kind, dense_bytes, dp, dp_stride, system, cal)
+                + comm.collective_time(kind, expert_bytes, edp, edp_stride, system, cal))
+    grad_ar = dp_collective(Collective.ALL_REDUCE, dense_params * GRAD_COMM_BYTES, expert_params * GRAD_COMM_BYTES)
+    grad_rs = dp_collective(Collective.REDUCE_SCATTER, dense_params * GRAD_COMM_BYTES, expert_params * GRAD_COMM_BYTES)
+    param_ag = dp_collective(Collective.ALL_GATHER, dense_params * memory.WEIGHT_BYTES, expert_params * memory.WEIGHT_BYTES)
+    fsdp_ag = dp_collective(Collective.ALL_GATHER, dense_params * FSDP_COMM_BYTES, expert_params * FSDP_COMM_BYTES)
+    fsdp_rs = dp_collective(Collective.REDUCE_SCATTER, dense_params * FSDP_COMM_BYTES, expert_params * FSDP_COMM_BYTES)
+    t_mb_compute = stage_layers_max * (fwd + bwd + rec)
+    window = cal.dp_overlap * t_mb_compute
+    once = np.where(sharding == Sharding.NONE, grad_ar, grad_rs + param_ag)
+    per_mb = 2.0 * fsdp_ag + fsdp_rs  # FSDP: gather for forward and backward, reduce-scatter every micro-batch
+    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - window, 0.0),
+                                np.maximum(once - window, 0.0))
+
+    # optimizer step: memory-bound Adam over the parameters this chip owns
+    owned = np.where(sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp, dense_params + expert_params)
+    parts["optimizer"] = compute.memory_time(owned * OPTIMIZER_BYTES_PER_PARAM, bandwidth=chip.memory_bandwidth,
+                                             memory_efficiency=fam.memory)
+    parts["overhead"] = np.full_like(T, cal.step_overhead_s)
+    step = sum(parts.values())
+
+    # memory per chip
+    weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, sharding,
+                                               dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
+    def act(rc):
+        return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe)
+                   for c, is_moe, _ in kinds) / L
+    act_layer, act_full_layer = act(recompute), act(Recompute.NONE)
+    inflight = memory.inflight_factor(pp, v, m, schedule)
+    working = np.where(full_rec, act_full_layer, 0.0)  # the one layer being recomputed
+    first = stage_layers_max * act_layer * inflight + working + T * h * memory.ACT_BYTES
+    last = stage_layers_max * act_layer + working + memory.logits_bytes(T, model.vocab, tp)
+    activations = np.where(pp > 1, np.maximum(first, last), first + memory.logits_bytes(T, model.vocab, tp))
+    gathered = np.where(sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
+    other = reserve_bytes + gathered
+    mem = {"weights": weights, "grads": grads, "optimizer": optim, "activations": activations, "other": other}
+    mem_total = sum(mem.values())
+
+    chips = tp * pp * dp * cp
+    tokens = gb * s
+    flops_per_token = model_flops_per_token(model)
+    model_flops_rate = tokens * flops_per_token / step / chips
+    rec_flops_token = np.where(full_rec, flops_per_token / 3.0,
+                               np.where(recompute == Recompute.SELECTIVE, _attention_flops_per_token(model) / 3.0, 0.0))
+    return dict(
+        step_time_s=step,
+        time_parts=parts,
+        memory_parts=mem,
+        memory_bytes=mem_total,
+        fits=mem_total <= chip.memory,
+        microbatches=m,
+        tokens_per_s=tokens / step,
+        tokens_per_s_per_chip=tokens / step / chips,
+        model_flops_per_s_per_chip=model_flops_rate,
+        mfu=model_flops_rate / peak_gemm,
+        hfu=tokens * (flops_per_token + rec_flops_token) / step / chips / peak_gemm,
+        chips=chips,
+        peak_flops=peak_gemm,
+    )
+
+
+def _attention_flops_per_token(model: Model) -> float:
+    """Attention-score FLOPs per token, forward + backward, without the causal half.
+
+    PaLM's 12 L H Q T for MHA (Chowdhery et al. 2022, App. B), written 6 L T (q_dim + attn_out_dim)
+    so MLA's different query and value widths count; sliding-window layers see the window, not T."""
+    s_eff = model.seq_len
+    if model.sliding_window and model.sliding_every:
+        share = 1.0 - 1.0 / model.sliding_every
+        s_eff = (1 - share) * model.seq_len + share * min(model.sliding_window, model.seq_len)
+    return 6.0 * model.layers * s_eff * (model.q_dim + model.attn_out_dim)
+
+
+def model_flops_per_token(model: Model) -> float:
+    """Model FLOPs per trained token: 6N + 12 L H Q T (PaLM, Chowdhery et al. 2022, App. B).
+
+    N counts the weights in GEMMs a token passes (routed experts: top-k of them), the
+    logit layer included; attention scores are counted without the causal half, as PaLM does.
+    """
+    return 6.0 * params.matmul_params_per_token(model) + _attention_flops_per_token(model)

@@ -1,0 +1,114 @@
+"""Units: SI inside, prefixes only at the edges.
+
+Catalog files write quantities as strings with their unit ("667 TFLOP/s",
+"96 GiB", "200 Gbit/s"); `parse` converts them to SI (FLOP/s, bytes, bytes/s,
+seconds, watts, hertz) once, at load. Prices stay in USD per hour.
+"""
+
+from __future__ import annotations
+
+import re
+
+KILO, MEGA, GIGA, TERA, PETA, EXA = 1e3, 1e6, 1e9, 1e12, 1e15, 1e18
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+TFLOPS = TERA
+HOUR, DAY = 3600.0, 86400.0
+
+_DECIMAL = {"": 1.0, "k": KILO, "K": KILO, "M": MEGA, "G": GIGA, "T": TERA, "P": PETA, "E": EXA}
+_BINARY = {"Ki": KiB, "Mi": MiB, "Gi": GiB, "Ti": TiB}
+
+# unit name (without prefix) -> (dimension, factor to SI)
+_BASE = {
+    "FLOP/s": ("flop_rate", 1.0),
+    "OP/s": ("flop_rate", 1.0),
+    "B": ("bytes", 1.0),
+    "B/s": ("bandwidth", 1.0),
+    "bit/s": ("bandwidth", 1.0 / 8),
+    "s": ("time", 1.0),
+    "W": ("power", 1.0),
+    "Hz": ("frequency", 1.0),
+}
+_TIME = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0, "h": HOUR, "d": DAY}
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_PATTERN = re.compile(rf"^\s*({_NUMBER})\s*(\S+)\s*$")
+
+
+class UnitError(ValueError):
+    """A quantity string that does not parse."""
+
+
+def parse(text: str | int | float, dimension: str | None = None) -> float:
+    """Parse '667 TFLOP/s' -> 6.67e14. Bare numbers pass through unchanged.
+
+    `dimension` (flop_rate, bytes, bandwidth, time, power, frequency, price) checks
+    that the unit measures what the caller expects.
+    """
+    if isinstance(text, bool):
+        raise UnitError(f"expected a quantity, got {text!r}")
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _PATTERN.match(text.replace(",", ""))
+    if not m:
+        raise UnitError(f"cannot read quantity {text!r}: expected a number and a unit such as '96 GiB'")
+    value, unit = float(m.group(1)), m.group(2)
+    dim, factor = _unit(unit)
+    if dimension is not None and dim != dimension:
+        raise UnitError(f"{text!r} is a {dim}, expected a {dimension}")
+    return value * factor
+
+
+def _unit(unit: str) -> tuple[str, float]:
+    if unit == "USD/h":
+        return "price", 1.0
+    if unit in _TIME:
+        return "time", _TIME[unit]
+    for base, (dim, factor) in _BASE.items():
+        if unit.endswith(base):
+            prefix = unit[: -len(base)]
+            if prefix in _BINARY:
+                return dim, factor * _BINARY[prefix]
+            if prefix in _DECIMAL:
+                return dim, factor * _DECIMAL[prefix]
+    raise UnitError(f"unknown unit {unit!r}")
+
+
+def fmt(value: float, unit: str, digits: int = 3) -> str:
+    """Render an SI value with a decimal prefix: fmt(6.67e14, 'FLOP/s') -> '667 TFLOP/s'."""
+    if value is None:
+        return "n/a"
+    for prefix, factor in (("E", EXA), ("P", PETA), ("T", TERA), ("G", GIGA), ("M", MEGA), ("k", KILO)):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def fmt_duration(seconds: float) -> str:
+    """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 120:
+        return f"{seconds:.2f} s"
+    if seconds < 2 * HOUR:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 2 * DAY:
+        return f"{seconds / HOUR:.1f} h"
+    return f"{seconds / DAY:.1f} days"
+
+
+def parse_duration(text: str) -> float:
+    """'30d', '12h', '90 min', '3600' -> seconds."""
+    t = text.strip().lower().replace(" ", "")
+    for suffix, factor in (("days", DAY), ("day", DAY), ("d", DAY), ("min", 60.0), ("h", HOUR), ("w", 7 * DAY), ("s", 1.0)):
+        if t.endswith(suffix):
+            return float(t[: -len(suffix)]) * factor
+    return float(t)
+
+
+def parse_count(text: str) -> float:
+    """'1.5T' -> 1.5e12, '300B' -> 3e11, '2.5M' -> 2.5e6, '1e12' -> 1e12."""
+    t = text.strip().replace(",", "").replace("$", "")
+    factors = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+    if t and t[-1] in factors:
+        return float(t[:-1]) * factors[t[-1]]
+    return float(t)
