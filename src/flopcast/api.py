@@ -266,6 +266,10 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     space = layout_space(**layout)
     pinned = space.pinned()
     free = [k for k in Layout.__dataclass_fields__ if k not in pinned]
+    degrees = [layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k)]
+    if len(degrees) == 4 and math.prod(degrees) != chips or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees):
+        raise FlopcastError(f"invalid layout: tp x pp x dp x cp equals the chips "
+                            f"({' x '.join(map(str, degrees))} = {math.prod(degrees)}, chips={chips})")
     if "dp" in free and all(k in pinned for k in ("tp", "pp")):
         cp = layout.get("cp") or 1
         if chips % (layout["tp"] * layout["pp"] * cp):

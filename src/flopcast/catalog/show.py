@@ -19,7 +19,7 @@ def _model_row(key):
 def _chip_row(key):
     c = load_chip(key)
     bf16 = c.peak_flops.get(Dtype.BF16)
-    return [key, c.name, fmt(bf16, "FLOP/s") if bf16 else "n/a", f"{c.memory / GiB:.0f} GiB",
+    return [key, c.name, fmt(bf16, "FLOP/s") if bf16 else "n/a", f"{c.memory / GiB:.0f} GiB" if c.memory else "per instance",
             fmt(c.memory_bandwidth, "B/s"), f"{c.power:.0f} W" if c.power else "n/a"]
 
 

@@ -25,7 +25,8 @@ class Calibration:
     scaleup_efficiency: float = 0.8  # fraction of NVLink/NeuronLink/ICI bandwidth a collective reaches
     scaleout_efficiency: float = 0.7  # fraction of EFA/InfiniBand/RoCE bandwidth a collective reaches
     tp_overlap: float = 0.0  # fraction of TP/CP/EP communication hidden behind compute
-    dp_overlap: float = 0.8  # fraction of the overlappable window DP communication hides in
+    comm_overlap: float = 0.8  # fraction of the compute window asynchronous DP and PP communication hides in
+    grouped_gemm: float = 0.8  # MoE expert GEMMs (grouped, load-imbalanced) relative to a dense GEMM's efficiency
     op_overhead_s: float = 2e-6  # fixed cost per kernel (launch, synchronisation)
     step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
     provenance: dict = field(default_factory=dict, compare=False, hash=False)

@@ -86,5 +86,7 @@ def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_b
 
 
 def logits_bytes(tokens, vocab, t):
-    """fp32 logits and their gradient on the last stage: 2 x 4 bytes per token per vocab entry / tp."""
-    return 8.0 * tokens * vocab / t
+    """The fp32 softmax the vocab-parallel cross-entropy keeps for backward on the last stage:
+    4 bytes per token per vocab entry / tp (Megatron-LM `vocab_parallel_cross_entropy`; the
+    gradient is written in place)."""
+    return 4.0 * tokens * vocab / t

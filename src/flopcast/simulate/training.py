@@ -111,8 +111,11 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
         gemm(T, e.experts, h)  # router
         tokens_per_expert = T * e.topk * ep / e.experts
         up = e.expert_ffn * (2 if model.mlp == Mlp.SWIGLU else 1)
+        kw_dense = kw
+        kw = dict(kw, efficiency=kw["efficiency"] * cal.grouped_gemm)
         gemm(tokens_per_expert, up / tp, h, count=e.experts / ep)
         gemm(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep)
+        kw = kw_dense
         shared = e.shared_ffn or e.shared_experts * e.expert_ffn
         if shared:
             gemm(T, shared * (2 if model.mlp == Mlp.SWIGLU else 1) / tp, h)
@@ -227,9 +230,12 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
         "imbalance": m * (t_max - t_avg),
         "bubble": (pp - 1.0) / v * t_max,
     }
-    # pipeline send/recv of one micro-batch's boundary activations, forward and backward, per virtual stage
+    # pipeline send/recv of one micro-batch's boundary activations, forward and backward, per virtual stage;
+    # in steady state each transfer hides behind the next chunk's compute, the pipeline fill exposes them
     p2p = comm.p2p_time(T * h * memory.ACT_BYTES / np.where(sp, tp, 1.0), tp * cp * dp, system, cal)
-    parts["comm/pp"] = np.where(pp > 1, 2.0 * v * m * p2p, 0.0)
+    chunk = stage_layers_max / v * fwd
+    steady = 2.0 * v * m * np.maximum(p2p - cal.comm_overlap * chunk, 0.0)
+    parts["comm/pp"] = np.where(pp > 1, steady + 2.0 * (pp - 1.0) * p2p, 0.0)
 
     # parameters a chip holds before data-parallel sharding (busiest stage)
     layer_dense = params.layer_params(model, False)
@@ -258,7 +264,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     fsdp_ag = dp_collective(Collective.ALL_GATHER, dense_params * FSDP_COMM_BYTES, expert_params * FSDP_COMM_BYTES)
     fsdp_rs = dp_collective(Collective.REDUCE_SCATTER, dense_params * FSDP_COMM_BYTES, expert_params * FSDP_COMM_BYTES)
     t_mb_compute = stage_layers_max * (fwd + bwd + rec)
-    window = cal.dp_overlap * t_mb_compute
+    window = cal.comm_overlap * t_mb_compute
     once = np.where(sharding == Sharding.NONE, grad_ar, grad_rs + param_ag)
     per_mb = 2.0 * fsdp_ag + fsdp_rs  # FSDP: gather for forward and backward, reduce-scatter every micro-batch
     parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - window, 0.0),

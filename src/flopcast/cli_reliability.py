@@ -1,0 +1,219 @@
+"""`flopcast reliability`: failures, checkpoints and goodput of a training run (closed form and Monte-Carlo)."""
+
+from __future__ import annotations
+
+import json
+import click
+
+from . import api
+from .cost.reliability import GoodputAssumptions, goodput_for
+from .errors import FlopcastError
+from .simulate.reliability import simulate
+from .units import GIGA, HOUR, fmt, fmt_duration, parse_count, parse_duration
+
+LAYOUT_OPTIONS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+
+__all__ = ["reliability", "COMMANDS", "goodput_for"]
+
+
+def _chip_list(text: str) -> list[int]:
+    try:
+        out = [int(parse_count(x)) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or any(n < 1 for n in out):
+        raise FlopcastError(f"--sweep-chips must be a comma-separated list of positive chip counts such as 1024,8192, got {text!r}")
+    return sorted(set(out))
+
+
+def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, cv) -> GoodputAssumptions:
+    kw = {}
+    if mtbf is not None:
+        kw["mtbf_chip_hours"] = mtbf
+    if write is not None:
+        kw["checkpoint_write_bps"] = write * GIGA
+    if load is not None:
+        kw["checkpoint_load_bps"] = load * GIGA
+    if async_ckpt is not None:
+        kw["async_checkpoint"] = async_ckpt
+    if restart_min is not None:
+        kw["restart_s"] = restart_min * 60.0
+    if spares is not None:
+        kw["spares"] = spares
+    if interval is not None:
+        try:
+            kw["interval_s"] = parse_duration(interval)
+        except ValueError:
+            raise FlopcastError(f"--interval must be a duration such as 30min, 2h or 900 (seconds), got {interval!r}") from None
+    if cv is not None:
+        kw["cv"] = cv
+    for name in ("mtbf_chip_hours", "checkpoint_write_bps", "checkpoint_load_bps", "restart_s", "interval_s", "cv"):
+        if name in kw and not kw[name] >= 0:
+            raise FlopcastError(f"--{name.replace('_', '-')} must not be negative, got {kw[name]}")
+    return GoodputAssumptions(**kw)
+
+
+def _train(model, hardware, chips, tokens, layout):
+    return api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
+
+
+@click.command("reliability")
+@click.argument("model", default=api.DEFAULT_MODEL)
+@click.option("--hardware", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
+@click.option("--chips", type=int, default=None, help="Chips in the cluster.")
+@click.option("--tp", type=int)
+@click.option("--pp", type=int)
+@click.option("--dp", type=int)
+@click.option("--cp", type=int)
+@click.option("--ep", type=int)
+@click.option("--vp", type=int)
+@click.option("--micro-batch", type=int)
+@click.option("--global-batch", type=int)
+@click.option("--recompute")
+@click.option("--sharding")
+@click.option("--dtype")
+@click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
+@click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--mtbf-chip-hours", type=float, default=None, help="Chip-hours per interruption (default: Llama 3's 50,677).")
+@click.option("--checkpoint-write-gbps", type=float, default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
+@click.option("--checkpoint-load-gbps", type=float, default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
+@click.option("--async-checkpoint/--no-async-checkpoint", default=None, help="Only the snapshot to host memory blocks.")
+@click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
+@click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
+@click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
+@click.option("--cv", type=float, default=None, help="Per-chip step-time coefficient of variation (default 0.02).")
+@click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def reliability(model, hardware, chips, tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
+                dtype, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps,
+                async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json):
+    """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
+    given = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch,
+                 recompute=recompute, sharding=sharding, dtype=dtype)
+    layout = {k: v for k, v in given.items() if v is not None}
+    base = _assumptions(mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps, async_checkpoint,
+                        restart_minutes, spares, interval, cv)
+    m = api.resolve_model(model)
+    if tokens is None:
+        n_tokens = api.default_tokens(m)
+    else:
+        try:
+            n_tokens = parse_count(str(tokens))
+        except ValueError:
+            raise FlopcastError(f"--tokens must be a count such as 6T or 1.5e12, got {tokens!r}") from None
+    if trials is not None and trials < 1:
+        raise FlopcastError(f"--trials must be a positive whole number, got {trials}")
+    if sweep_chips:
+        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json)
+        return
+    result = _train(m, hardware, chips, n_tokens, layout)
+    g = goodput_for(result, base)
+    a = g.assumptions
+    sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, a, trials=trials, seed=seed)
+    if as_json:
+        click.echo(json.dumps({"train": result.to_dict(), "closed_form": g.to_dict(), "monte_carlo": sim.summary()},
+                              indent=2, default=str))
+        return
+    _print_one(result, g, sim)
+
+
+def _print_one(result, g, sim):
+    a = g.assumptions
+    e = click.echo
+    e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
+      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+    e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; "
+      f"checkpoint {fmt(g.checkpoint_bytes, 'B')} (write {fmt_duration(g.checkpoint_write_s)}, "
+      f"load {fmt_duration(g.checkpoint_load_s)}, blocks {fmt_duration(g.checkpoint_block_s)}); "
+      f"interval {fmt_duration(g.interval_s)} of work ({'set' if a.interval_s else 'Daly 2006'})")
+    e("")
+    e(f"{'':24}{'closed form':>16}{'Monte-Carlo':>16}")
+    e(f"{'expected time-to-train':24}{fmt_duration(g.expected_s):>16}{fmt_duration(sim.mean_s):>16}"
+      f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)")
+    e(f"{'p10 / p50 / p90':24}{'':>16}{'':>4}{fmt_duration(sim.percentile(10))} / "
+      f"{fmt_duration(sim.percentile(50))} / {fmt_duration(sim.percentile(90))}")
+    e(f"{'goodput':24}{g.goodput:>16.1%}{sim.goodput:>16.1%}")
+    e(f"{'interruptions':24}{g.interruptions:>16,.0f}{sim.interruptions.mean():>16,.0f}")
+    e(f"{'lost chip-hours':24}{g.lost_chip_hours:>16,.0f}{sim.lost_chip_hours.mean():>16,.0f}")
+    e("time lost, by cause:")
+    for k, v in g.breakdown.items():
+        e(f"  {k:22}{fmt_duration(v) if v >= 1 else '0':>16}{fmt_duration(float(sim.breakdown_s[k].mean())) if sim.breakdown_s[k].mean() >= 1 else '0':>16}")
+    e(f"(simulated {sim.events:,} events in {sim.elapsed_s:.2f} s, seed {sim.seed})")
+    e("")
+    _print_assumptions(a, g)
+
+
+def _layout(result):
+    lay = result.layout
+    return f"tp={lay.tp} pp={lay.pp} dp={lay.dp} cp={lay.cp}" + (f" ep={lay.ep}" if lay.ep > 1 else "")
+
+
+def _print_assumptions(a, g=None):
+    e = click.echo
+    e("assumptions:")
+    e(f"  interruptions: one per {a.mtbf_chip_hours:,.0f} chip-hours ({a.failure_law.value}; Llama 3 sec. 3.3.4 "
+      f"default: 419 unexpected in 54 days on 16,384 H100s)")
+    e(f"  checkpoint store: {a.storage or 'given'}; write {fmt(a.checkpoint_write_bps, 'B/s')}, "
+      f"load {fmt(a.checkpoint_load_bps, 'B/s')}; {'asynchronous' if a.async_checkpoint else 'synchronous'} checkpoints"
+      f"{' (snapshot at ' + fmt(a.snapshot_bps_per_chip, 'B/s') + ' per chip)' if a.async_checkpoint else ''}")
+    e(f"  detection {fmt_duration(a.detection_s)} (assumption); restart {fmt_duration(a.restart_s)} + checkpoint "
+      f"load (relaunch, collective init, warm-up; assumption)")
+    spares = "always at hand" if a.spares is None else f"{a.spares}, repair {fmt_duration(a.repair_s)}"
+    e(f"  hot spares: {spares}; stragglers: per-chip step-time cv {a.cv:g}"
+      + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
+
+
+def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json):
+    rows, errors = [], {}
+    pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
+    for n in sizes:
+        try:
+            r = _train(m, hardware, n, tokens, pinned)
+        except FlopcastError as exc:
+            errors[n] = str(exc)
+            continue
+        g = goodput_for(r, base)
+        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
+        rows.append((n, r, g, sim))
+    if not rows:
+        raise FlopcastError("no cluster size in --sweep-chips gives a valid layout: " + "; ".join(f"{n}: {e}" for n, e in errors.items()))
+    # where adding chips stops paying off: the first size whose extra chips buy less than half their worth
+    knee, best = None, min(rows, key=lambda x: x[2].expected_s)[0]
+    for (n0, _, g0, _), (n1, _, g1, _) in zip(rows, rows[1:]):
+        marginal = (g0.expected_s / g1.expected_s - 1) / (n1 / n0 - 1)
+        if knee is None and marginal < 0.5:
+            knee = n0
+    if as_json:
+        click.echo(json.dumps({
+            "sweep": [{"chips": n, "chips_used": g.chips, "layout": r.layout.as_dict(), "closed_form": g.to_dict(),
+                       "monte_carlo": sim.summary()} for n, r, g, sim in rows],
+            "errors": {str(k): v for k, v in errors.items()},
+            "fastest_chips": best, "stops_paying_off_beyond": knee,
+        }, indent=2, default=str))
+        return
+    e = click.echo
+    e(f"{m.label} on {hardware}, {tokens:.3g} tokens: goodput and time-to-train by cluster size")
+    e(f"{'chips':>8} {'layout':>24} {'ideal':>11} {'job MTBF':>10} {'interval':>10} {'goodput':>8} "
+      f"{'expected':>11} {'MC p50':>11} {'MC p90':>11} {'chip-hours':>12} {'marginal':>9}")
+    prev = None
+    for n, r, g, sim in rows:
+        marginal = "" if prev is None else f"{(prev[2].expected_s / g.expected_s - 1) / (n / prev[0] - 1):.0%}"
+        e(f"{n:>8,} {_layout(r):>24} {fmt_duration(g.ideal_s):>11} {fmt_duration(g.job_mtbf_s):>10} "
+          f"{fmt_duration(g.interval_s):>10} {g.goodput:>8.1%} {fmt_duration(g.expected_s):>11} "
+          f"{fmt_duration(sim.percentile(50)):>11} {fmt_duration(sim.percentile(90)):>11} "
+          f"{g.expected_s * n / HOUR:>12,.0f} {marginal:>9}")
+        prev = (n, r, g)
+    for n, msg in errors.items():
+        e(f"{n:>8,}  no valid layout: {msg}")
+    e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")
+    if knee is not None:
+        e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's worth")
+    else:
+        e("adding chips keeps paying off over this range (each step buys at least half its chips' worth)")
+    e(f"fastest expected time-to-train: {best:,} chips")
+    e("")
+    _print_assumptions(rows[-1][2].assumptions)
+
+
+COMMANDS = [reliability]

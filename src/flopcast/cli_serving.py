@@ -1,0 +1,203 @@
+"""`flopcast infer` and `flopcast serve`: parse, call cost/inference and simulate/serving, render.
+
+No formulas here. Errors are FlopcastError; the main group turns them into one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+import numpy as np
+
+from . import catalog
+from .cost import inference as inf
+from .errors import FlopcastError
+from .simulate import serving as S
+from .units import GiB, parse_duration
+
+
+def _seconds(text: str, option: str) -> float:
+    t = text.strip().lower().replace(" ", "")
+    try:
+        if t.endswith("ms"):
+            return float(t[:-2]) / 1e3
+        if t.endswith("us"):
+            return float(t[:-2]) / 1e6
+        v = parse_duration(t)
+    except ValueError:
+        raise FlopcastError(f"{option} {text!r} is not a duration; write e.g. 1s, 500ms, 50ms") from None
+    if v <= 0:
+        raise FlopcastError(f"{option} must be positive, got {text!r}")
+    return v
+
+
+def _deployment(model, hardware, chips, tp, threads, weights, kv_dtype):
+    m = catalog.load_model(model)
+    s = catalog.system_for(hardware)
+    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+
+
+def _assumptions(d: inf.Deployment) -> list[str]:
+    out = list(d.assumptions)
+    table = inf.load_inference_calibration()
+    if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
+        out += inf.graviton4_assumptions(d)
+    elif d.family not in table:
+        out.append(f"engine family {d.family}: prior efficiencies (no calibration rows)")
+    else:
+        out.append(f"efficiencies of engine family {d.family} fitted on inference_runs.csv")
+    if d.system.price_per_hour is None:
+        out.append(f"no price known for {d.system.id}: cost not shown")
+    return out
+
+
+def _money(v):
+    return "n/a (no price)" if v is None else f"{v:.3f} USD"
+
+
+def _ms(v):
+    return "n/a" if v is None else f"{v * 1e3:.2f} ms"
+
+
+_common = [
+    click.argument("model"),
+    click.option("--hardware", required=True, help="system or chip name (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)"),
+    click.option("--chips", type=int, default=None, help="chips (sockets for CPUs) in use; default: the instance's"),
+    click.option("--tp", type=int, default=None, help="tensor-parallel degree in chips; default: all chips in use"),
+    click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use"),
+    click.option("--weights", default=None, help="bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
+    click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0"),
+]
+
+
+def _apply(fn):
+    for dec in reversed(_common):
+        fn = dec(fn)
+    return fn
+
+
+@click.command()
+@_apply
+@click.option("--batch", type=int, default=1, show_default=True, help="concurrent sequences")
+@click.option("--input-tokens", type=int, default=512, show_default=True)
+@click.option("--output-tokens", type=int, default=128, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json):
+    """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
+    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
+    r = inf.predict(d, batch, input_tokens, output_tokens)
+    notes = _assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    if as_json:
+        out = r.to_dict()
+        out["assumptions"] = notes
+        click.echo(json.dumps(out, indent=2))
+        return
+    mem = r.memory_bytes
+    lines = [
+        f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
+        + (f", {d.threads} threads" if d.threads else "") + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
+        f"engine family {d.family}",
+        f"batch {batch}, {input_tokens} input tokens, {output_tokens} output tokens",
+        f"  time to first token      {_ms(r.ttft_s)}",
+        f"  time per output token    {_ms(r.tpot_s)}",
+        f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s",
+        f"  decode total             {r.output_tokens_per_s_total * d.replicas:.1f} tokens/s ({d.replicas} replica(s))",
+        f"  prefill                  {r.prefill_tokens_per_s:.0f} tokens/s",
+        f"  end-to-end latency       {r.e2e_s:.3f} s",
+        f"  memory per replica       weights {mem['weights'] / GiB:.2f} GiB + KV cache {mem['kv_cache'] / GiB:.2f} GiB "
+        f"+ other {mem['other'] / GiB:.2f} GiB = {sum(mem.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB"
+        + ("" if r.fits else "  (DOES NOT FIT)"),
+        f"  largest batch that fits  {r.max_batch} sequences at {input_tokens + output_tokens} tokens",
+        f"  cost per million output tokens  {_money(r.cost_per_million_output_tokens_usd)}",
+        "  decode step: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in r.decode_breakdown_s.items() if v > 0),
+        "assumptions:",
+    ] + [f"  - {a}" for a in notes]
+    click.echo("\n".join(lines))
+
+
+@click.command()
+@_apply
+@click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
+@click.option("--requests", "n_requests", type=int, default=None, help="number of requests (default 500)")
+@click.option("--duration", default=None, help="simulate arrivals for this long (e.g. 60s, 10min)")
+@click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
+@click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
+@click.option("--trace", default=None, help="CSV with arrival_s,input_tokens,output_tokens")
+@click.option("--scheduler", default="continuous", show_default=True, help="static | continuous | chunked-prefill")
+@click.option("--slo-ttft", default="1s", show_default=True, help="time-to-first-token target")
+@click.option("--slo-tpot", default="50ms", show_default=True, help="time-per-output-token target")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--replicas", type=int, default=1, show_default=True, help="replicas behind the router")
+@click.option("--router", default="least-loaded", show_default=True, help="least-loaded | round-robin")
+@click.option("--find-capacity", is_flag=True, help="find the highest QPS with >= 90% of requests meeting both SLOs")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_requests, duration, input_tokens,
+          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json):
+    """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
+    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
+    cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"), replicas=replicas,
+                          routing=S.parse_choice(S.Routing, router, "--router"),
+                          slo_ttft_s=_seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=_seconds(slo_tpot, "--slo-tpot"))
+    if n_requests is not None and duration is not None:
+        raise FlopcastError("give either --requests or --duration, not both")
+    notes = _assumptions(d)
+    capacity = None
+    if find_capacity:
+        if trace:
+            raise FlopcastError("--find-capacity draws Poisson arrivals; leave out --trace")
+        if n_requests is not None and n_requests < 10:
+            raise FlopcastError(f"--requests must be at least 10 with --find-capacity, got {n_requests}")
+        capacity, res = S.find_capacity(d, cfg, requests=n_requests or 400, input_tokens=input_tokens,
+                                        output_tokens=output_tokens, seed=seed)
+        if res is None:
+            raise FlopcastError("no request rate meets the SLOs (even the lowest tried); relax --slo-ttft/--slo-tpot")
+        qps_used = capacity
+    else:
+        rng = np.random.default_rng(seed)
+        if trace:
+            if qps is not None:
+                raise FlopcastError("--trace gives the arrivals; leave out --qps")
+            reqs = S.read_trace(trace)
+        else:
+            if qps is None:
+                raise FlopcastError("--qps is required (a positive request rate) unless --trace or --find-capacity is given")
+            dur = _seconds(duration, "--duration") if duration else None
+            if n_requests is not None and n_requests < 1:
+                raise FlopcastError(f"--requests must be at least 1, got {n_requests}")
+            reqs = S.poisson_requests(qps, rng, n=None if dur else (n_requests or 500), duration_s=dur,
+                                      input_tokens=input_tokens, output_tokens=output_tokens)
+        res = S.simulate(d, reqs, cfg, seed=seed)
+        qps_used = qps
+    out = res.to_dict()
+    out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": replicas,
+                "scheduler": cfg.scheduler.value, "qps": qps_used, "slo_ttft_s": cfg.slo_ttft_s,
+                "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": capacity, "assumptions": notes})
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=float))
+        return
+    head = f"{d.model.label} on {replicas} x {d.system.id} replica(s) (tp {d.tp}, {d.weights.name}, {d.family}), " \
+           f"{cfg.scheduler.value} batching"
+    lines = [head]
+    if capacity is not None:
+        lines.append(f"  capacity at the SLOs     {capacity:.3g} requests/s (>= 90% of requests meet TTFT <= "
+                     f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)")
+    elif qps is not None:
+        lines.append(f"  offered load             {qps:g} requests/s")
+    lines += [
+        f"  requests                 {res.completed} completed of {res.requests}" + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
+        "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99")),
+        "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99")),
+        "  e2e   p50/p90/p99        " + " / ".join(_ms(res.e2e_s[k]) for k in ("p50", "p90", "p99")),
+        f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, {res.output_tokens_per_s:.4g} output tokens/s, "
+        f"{res.total_tokens_per_s:.4g} tokens/s (input + output)",
+        f"  SLO attainment           {100 * res.slo_attainment:.1f} % of requests",
+        f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}",
+        f"  cost per million tokens  {_money(res.cost_per_million_tokens_usd)} (input + output)",
+        f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, {res.makespan_s:.1f} s",
+        "assumptions:",
+    ] + [f"  - {a}" for a in notes]
+    click.echo("\n".join(lines))
+
+
+COMMANDS = [infer, serve]

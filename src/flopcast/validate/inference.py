@@ -1,0 +1,275 @@
+"""Inference predictions against measured serving runs (../shared/validation/inference_runs.csv).
+
+Each row's configuration goes through cost/inference.py; each measured figure the
+row states is compared (predicted vs measured, error %). The measured columns are
+read only by `_compare` and by the fit, never by the prediction. Blank fields are
+filled as a practitioner would (stated in each row's `assumed`).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import numpy as np
+
+from .. import catalog
+from ..cost import inference as inf
+from ..errors import FlopcastError
+
+METRICS = {  # csv column -> (metric name, how a prediction gives it)
+    "measured_decode_tokens_per_s_per_stream": "decode_tokens_per_s_per_stream",
+    "measured_output_tokens_per_s_total": "output_tokens_per_s_total",
+    "measured_tpot_ms": "tpot_ms",
+    "measured_ttft_ms": "ttft_ms",
+    "measured_prefill_tokens_per_s": "prefill_tokens_per_s",
+}
+LLAMA_BENCH_TG = 128  # llama-bench default text-generation test (tg128) when the source gives no lengths
+DEFAULT_INPUT = 128
+# NeuronCores the runtime shows per chip: Trainium2 groups its 8 physical cores in pairs
+# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
+NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+CAL_PATH = catalog.DATA / "inference_calibration.yaml"
+
+
+def _read(path) -> list[dict]:
+    p = Path(path)
+    if not p.exists():
+        raise FlopcastError(f"validation file {path} does not exist")
+    with p.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _int(row, key):
+    v = (row.get(key) or "").strip()
+    return int(float(v)) if v else None
+
+
+def _system_for_row(row):
+    inst = (row.get("instance") or "").strip()
+    hw = row["hardware"].strip()
+    if inst:
+        key = catalog.resolve_name("system", inst)
+        if key is None:
+            cands = [n for n in catalog.names("system") if n.startswith(inst + ".")]
+            key = cands[-1] if cands else None
+        if key is not None:
+            return catalog.load_system(key), None
+    return catalog.system_for(hw), f"instance blank: the chip's default system {catalog.system_for(hw).id}"
+
+
+def configure(row, efficiency_table=None):
+    """(deployment, batch, input, output, assumed notes) for a row; no measured column is read."""
+    model = catalog.load_model(row["model"].strip())
+    system, note = _system_for_row(row)
+    assumed = [note] if note else []
+    chips = _int(row, "chips") or system.chips_per_node
+    tp = _int(row, "tp")
+    if system.chip.kind == "cpu":
+        chips, tp = 1 if chips <= system.chips_per_node else chips, None
+        chips = min(chips, system.chips_per_node)
+    elif tp is not None and system.chip.family in ("trainium", "inferentia"):
+        cores = NEURON_LOGICAL_CORES.get(system.chip.id, system.chip.cores)
+        tp = max(1, min(chips, math.ceil(tp / cores)))  # the source counts NeuronCores
+        while chips % tp:
+            tp += 1
+    if tp is None:
+        tp = chips
+        if system.chip.kind != "cpu":
+            assumed.append(f"tp blank: tp = {chips} (all chips of the instance)")
+    threads = _int(row, "threads")
+    d = inf.deployment(model, system, chips=chips, tp=tp, threads=threads, weights=row["weights"].strip(),
+                       engine=row.get("engine"), inference_calibration=efficiency_table)
+    batch = _int(row, "batch") or 1
+    i, o = _int(row, "input_tokens"), _int(row, "output_tokens")
+    if i is None and o is None and d.family == "llama.cpp":
+        i, o = 0, LLAMA_BENCH_TG
+        assumed.append("lengths blank: llama-bench tg128 (no prompt, 128 generated tokens)")
+    if i is None:
+        i = DEFAULT_INPUT
+        assumed.append(f"input_tokens blank: {DEFAULT_INPUT}")
+    if o is None:
+        o = LLAMA_BENCH_TG
+        assumed.append(f"output_tokens blank: {LLAMA_BENCH_TG}")
+    return d, batch, i, o, assumed
+
+
+def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
+    d, b, i, o, assumed = configure(row, efficiency_table)
+    r = inf.predict(d, b, i, o)
+    figures = {
+        "decode_tokens_per_s_per_stream": r.decode_tokens_per_s_per_stream,
+        "output_tokens_per_s_total": r.output_tokens_per_s_total,
+        "tpot_ms": r.tpot_s * 1e3,
+        "ttft_ms": r.ttft_s * 1e3,
+        "prefill_tokens_per_s": r.prefill_tokens_per_s,
+    }
+    return figures, assumed, d
+
+
+def _compare(rows, efficiency_table=None) -> list[dict]:
+    out = []
+    for row in rows:
+        base = {"run_id": row["run_id"], "source": row["source"], "hardware": row["hardware"],
+                "engine": row.get("engine", ""), "model": row["model"]}
+        measured = {m: float(row[c]) for c, m in METRICS.items() if (row.get(c) or "").strip()}
+        if not measured:
+            out.append({**base, "metric": None, "status": "skipped", "reason": "no measured figure in the row",
+                        "predicted": None, "measured": None, "error_pct": None})
+            continue
+        try:
+            figures, assumed, d = predict_row(row, efficiency_table)
+        except (FlopcastError, KeyError, ValueError) as exc:
+            for metric, value in measured.items():
+                out.append({**base, "metric": metric, "status": "skipped", "reason": str(exc),
+                            "predicted": None, "measured": value, "error_pct": None})
+            continue
+        for metric, value in measured.items():
+            p = figures[metric]
+            out.append({**base, "metric": metric, "status": "ok", "reason": "", "predicted": p,
+                        "measured": value, "error_pct": 100.0 * (p - value) / value,
+                        "engine_family": d.family, "assumed": assumed})
+    return out
+
+
+def _stats(rows) -> dict:
+    errs = np.array([r["error_pct"] for r in rows if r["status"] == "ok"], dtype=float)
+    if errs.size == 0:
+        return {"n": 0, "mape_pct": None, "median_ape_pct": None, "bias_pct": None}
+    return {"n": int(errs.size), "mape_pct": float(np.mean(np.abs(errs))),
+            "median_ape_pct": float(np.median(np.abs(errs))), "bias_pct": float(np.mean(errs))}
+
+
+def summarize(rows) -> dict:
+    ok = [r for r in rows if r["status"] == "ok"]
+    s = _stats(ok)
+    out = {"n_ok": s["n"], "n_skipped": sum(r["status"] == "skipped" for r in rows),
+           "mape_pct": s["mape_pct"], "median_ape_pct": s["median_ape_pct"], "bias_pct": s["bias_pct"]}
+    for key, name in (("metric", "by_metric"), ("source", "by_source"), ("hardware", "by_hardware")):
+        groups = {}
+        for r in ok:
+            groups.setdefault(r[key], []).append(r)
+        out[name] = {k: _stats(v) for k, v in groups.items()}
+    return out
+
+
+def _table(calibration):
+    if calibration is None:
+        return None
+    if isinstance(calibration, (str, Path)):
+        return _load_table(calibration)
+    return calibration
+
+
+def _load_table(path) -> dict:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return {k: inf.EngineEfficiency(**v) for k, v in (data.get("families") or {}).items()}
+
+
+def validate_inference(path, calibration=None) -> dict:
+    """Predicted vs measured for every figure of every row; rows it cannot simulate say why.
+
+    calibration: None (the shipped inference_calibration.yaml), a path to one, or a
+    dict family -> EngineEfficiency."""
+    rows = _compare(_read(path), _table(calibration))
+    return {"rows": rows, "summary": summarize(rows)}
+
+
+# ---------------------------------------------------------------- the fit
+
+_FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
+    "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
+    "request_overhead_s": (1e-5, 0.5), "thread_bytes_per_cycle": (0.3, 30.0),
+}
+PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
+ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
+
+
+def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
+    """family -> EngineEfficiency minimising squared log error of every measured figure (scipy least_squares)."""
+    from scipy.optimize import least_squares
+
+    table = {}
+    for fam in families:
+        prior = inf.PRIORS[fam]
+        names = [n for n in _FREE if not (n == "thread_bytes_per_cycle" and fam != "llama.cpp")]
+        mine = []
+        for row in rows:
+            try:
+                d, *_ = configure(row, {})
+            except (FlopcastError, KeyError, ValueError):
+                continue
+            if d.family == fam:
+                mine.append(row)
+        if not mine:
+            continue
+        x0 = np.log([getattr(prior, n) for n in names])
+        lo = np.log([_FREE[n][0] for n in names])
+        hi = np.log([_FREE[n][1] for n in names])
+
+        def residuals(x):
+            eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
+            res = []
+            for r in _compare(mine, {fam: eff}):
+                if r["status"] == "ok":
+                    res.append(math.log(r["predicted"] / r["measured"]))
+            return np.concatenate([res, PRIOR_WEIGHT * (x - x0)])
+
+        sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE)
+        table[fam] = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(sol.x)))})
+    return table
+
+
+def fit_inference(path, out_path=CAL_PATH) -> dict:
+    """Fit every engine family on `path` and write inference_calibration.yaml with provenance."""
+    import yaml
+
+    rows = _read(path)
+    table = fit_families(rows)
+    summary = summarize(_compare(rows, table))
+    cv = cross_validate_inference(path)["summary"]
+    doc = {
+        "provenance": {
+            "data": Path(path).name, "rows": len(rows), "fitted": datetime.date.today().isoformat(),
+            "method": "scipy.optimize.least_squares (soft-L1 loss, f_scale ROBUST_SCALE) on log(predicted/measured) of every measured figure, "
+                      f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
+            "robust_scale": ROBUST_SCALE,
+            "in_sample_mape_pct": round(summary["mape_pct"], 2),
+            "in_sample_median_ape_pct": round(summary["median_ape_pct"], 2),
+            "leave_one_source_out_mape_pct": round(cv["mape_pct"], 2),
+            "leave_one_source_out_median_ape_pct": round(cv["median_ape_pct"], 2),
+            "rows_per_family": {f: sum(1 for r in rows if _family_of(r) == f) for f in table},
+            "sources_per_family": {f: sorted({r["source"] for r in rows if _family_of(r) == f}) for f in table},
+            "hardware_per_family": {f: sorted({r["hardware"] for r in rows if _family_of(r) == f}) for f in table},
+            "note": "a parameter no row of a family constrains stays at its prior (gpu: compute and "
+                    "request_overhead_s, no prefill or TTFT rows; llama.cpp: request_overhead_s, no TTFT rows)",
+        },
+        "families": {f: {k: float(f"{v:.4g}") for k, v in asdict(e).items()} for f, e in table.items()},
+    }
+    Path(out_path).write_text("# Written by flopcast.validate.inference.fit_inference; do not edit by hand.\n"
+                              + yaml.safe_dump(doc, sort_keys=False))
+    return doc
+
+
+def _family_of(row):
+    try:
+        return configure(row, {})[0].family
+    except (FlopcastError, KeyError, ValueError):
+        return None
+
+
+def cross_validate_inference(path) -> dict:
+    """Leave-one-source-out: fit on the other sources, predict the held-out source's figures."""
+    rows = _read(path)
+    out = []
+    for src in sorted({r["source"] for r in rows}):
+        train = [r for r in rows if r["source"] != src]
+        held = [r for r in rows if r["source"] == src]
+        table = fit_families(train)
+        out.extend(_compare(held, table))
+    return {"rows": out, "summary": summarize(out)}

@@ -1,0 +1,268 @@
+"""Published training runs in, predictions vs measurements out.
+
+Each row of a calibration-schema CSV (see shared/validation/README.md) becomes a
+model (its dimensions; blanks filled from the catalog entry of the same name), a
+system (the chip's default system) and a layout (the stated cells pinned; blank
+cells chosen by flopcast's search over just those fields, as a tuned practitioner
+would). The measured column is read only to compare, and by the fit.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from .. import catalog
+from ..cost.efficiency import Calibration
+from ..errors import FlopcastError
+from ..model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, parse_choice
+from ..model.system import Dtype, System
+from ..model.workload import Model
+from ..plan import search as search_mod
+from ..simulate import training
+
+REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
+            "global_batch", "dtype", "measured_tokens_per_s_per_chip")
+LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+MEASURED = "measured_tokens_per_s_per_chip"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row made simulable: model, system, chips, a search space with the stated cells pinned."""
+
+    run_id: str
+    source: str
+    model: Model
+    system: System
+    chips: int
+    space: search_mod.SearchSpace
+    chosen: tuple  # layout fields the row left blank
+    measured: float | None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    run_id: str
+    source: str
+    hardware: str
+    reason: str
+    measured: float | None = None
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if not path.exists():
+        raise FlopcastError(f"file {path} does not exist")
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        rows = list(reader)
+    return header, rows
+
+
+def check_columns(header, path, required=REQUIRED):
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the training schema needs "
+                            f"{', '.join(required)} (see shared/validation/README.md)")
+
+
+def _int(v):
+    v = (v or "").strip()
+    return int(float(v)) if v else None
+
+
+def _float(v):
+    v = (v or "").strip()
+    return float(v) if v else None
+
+
+def _catalog_model(row: dict) -> Model | None:
+    """The catalog entry named like the row whose dimensions agree with the row's stated ones."""
+    for kind_name in (row["model"],):
+        key = catalog.resolve_name("model", kind_name)
+        candidates = [key] if key else []
+        # aliases may be shared by entries of different sources: check every entry naming this alias
+        for k, e in catalog.raw("model").items():
+            if row["model"].strip().lower() in [str(a).lower() for a in e.get("aliases") or []] and k not in candidates:
+                candidates.append(k)
+        for k in candidates:
+            m = catalog.load_model(k)
+            dims = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads}
+            if all(_int(row.get(d)) in (None, v) for d, v in dims.items()):
+                return m
+    return None
+
+
+def model_of(row: dict) -> Model:
+    base = _catalog_model(row)
+    d = {}
+    for key in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len"):
+        v = _int(row.get(key))
+        if v is not None:
+            d[key] = v
+    if row.get("mlp"):
+        d["mlp"] = row["mlp"].strip().lower()
+    e = _int(row.get("moe_experts"))
+    if e:
+        d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
+    if base is not None:
+        m = base
+        upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
+        if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
+            upd.pop("ffn_hidden")
+        return replace(m, **upd)
+    missing = [k for k in ("vocab",) if k not in d]
+    if missing:
+        raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(missing)}")
+    d.setdefault("kv_heads", d["heads"])
+    return catalog.model_from_dict(row["model"], d)
+
+
+def case_of(row: dict, fixed_space: dict | None = None) -> Case:
+    run = row.get("run_id", "?")
+    model = model_of(row)
+    system = catalog.system_for(row["hardware"].strip())
+    chips = _int(row["chips"])
+    if not chips:
+        raise FlopcastError("chips is blank")
+    pinned = {}
+    for cell in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"):
+        v = _int(row.get(cell))
+        if v is not None:
+            pinned[cell] = (v,)
+    for cell, cls in (("recompute", Recompute), ("sharding", Sharding)):
+        v = (row.get(cell) or "").strip()
+        if v:
+            pinned[cell] = (parse_choice(cls, v, cell),)
+    pinned["dtype"] = (Dtype.parse(row["dtype"]),)
+    if not model.moe:
+        pinned.setdefault("ep", (1,))
+    if "vp" in pinned:
+        pinned["schedule"] = (Schedule.INTERLEAVED,) if pinned["vp"][0] > 1 else (Schedule.ONE_F_ONE_B,)
+    # degrees: when three of tp, pp, dp, cp are stated the fourth follows from the chip count; when all
+    # four are stated but do not multiply to the chips, dp is taken from the chips (the row's dp is noted)
+    degrees = ("tp", "pp", "dp", "cp")
+    if all(d in pinned for d in degrees):
+        product = int(np.prod([pinned[d][0] for d in degrees]))
+        if product != chips:
+            del pinned["dp"]
+    blank = [d for d in degrees if d not in pinned]
+    if len(blank) == 1:
+        rest = int(np.prod([pinned[d][0] for d in degrees if d in pinned]))
+        if chips % rest == 0:
+            pinned[blank[0]] = (chips // rest,)
+    if "cp" not in pinned and all(d in pinned for d in ("tp", "pp", "dp")):
+        pinned["cp"] = (1,)
+    chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute",
+                               "sharding", "sequence_parallel", "schedule") if k not in pinned)
+    space = search_mod.SearchSpace(**pinned)
+    return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)))
+
+
+def load_cases(path) -> tuple[list[Case], list[Skipped]]:
+    header, rows = read_rows(path)
+    check_columns(header, path)
+    cases, skipped = [], []
+    for row in rows:
+        try:
+            cases.append(case_of(row))
+        except FlopcastError as exc:
+            skipped.append(Skipped(row.get("run_id", "?"), row.get("source", ""), row.get("hardware", ""), str(exc),
+                                   _float(row.get(MEASURED))))
+    return cases, skipped
+
+
+def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
+    """The stated layout completed by the search; (None, reason) when nothing valid fits."""
+    out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False)
+    if out.n_fit == 0:
+        if out.batch.size and out.results:
+            i = int(np.argmin(out.results["memory_bytes"]))
+            return out.batch.layout(i), "stated layout does not fit in memory (predicted anyway)"
+        reasons = ", ".join(f"{k} ({v})" for k, v in out.rejected.items()) or "no candidates"
+        return None, f"no valid layout: {reasons}"
+    return out.batch.layout(int(out.order[0])), ""
+
+
+def predict(case: Case, layout: Layout, cal: Calibration) -> float:
+    res = training.evaluate(case.model, case.system, LayoutBatch.of([layout]), cal)
+    return float(res["tokens_per_s"][0]) / case.chips
+
+
+@dataclass
+class RowResult:
+    run_id: str
+    source: str
+    model: str
+    hardware: str
+    chips: int
+    status: str
+    reason: str = ""
+    layout: dict = field(default_factory=dict)
+    chosen: tuple = ()
+    predicted: float | None = None
+    measured: float | None = None
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.predicted is None or not self.measured:
+            return None
+        return 100.0 * (self.predicted - self.measured) / self.measured
+
+    def to_dict(self) -> dict:
+        return {
+            "run_id": self.run_id, "source": self.source, "model": self.model, "hardware": self.hardware,
+            "chips": self.chips, "status": self.status, "reason": self.reason,
+            "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
+            "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
+        }
+
+
+def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
+    cases, skipped = load_cases(path)
+    out = []
+    for c in cases:
+        lay, why = best_layout(c, cal)
+        hw = c.system.chip.id
+        if lay is None:
+            out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
+        else:
+            out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
+                                 predict(c, lay, cal), c.measured))
+        if progress:
+            progress(1)
+    for s in skipped:
+        out.append(RowResult(s.run_id, s.source, "", s.hardware, 0, "skipped", s.reason, measured=s.measured))
+    return out
+
+
+def summarize(rows: list[RowResult]) -> dict:
+    ok = [r for r in rows if r.status == "ok" and r.error_pct is not None]
+    errs = [r.error_pct for r in ok]
+
+    def stats(sub):
+        e = [r.error_pct for r in sub]
+        return {"n": len(e), "mape_pct": float(np.mean(np.abs(e))) if e else None,
+                "bias_pct": float(np.mean(e)) if e else None}
+
+    by_source, by_hw = {}, {}
+    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw)):
+        for k in sorted({key(r) for r in ok}):
+            target[k] = stats([r for r in ok if key(r) == k])
+    worst = sorted(ok, key=lambda r: -abs(r.error_pct))[:5]
+    return {
+        "n_ok": len(ok),
+        "n_skipped": sum(r.status == "skipped" for r in rows),
+        "mape_pct": float(np.mean(np.abs(errs))) if errs else None,
+        "median_ape_pct": float(statistics.median(np.abs(errs))) if errs else None,
+        "bias_pct": float(np.mean(errs)) if errs else None,
+        "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
+        "by_source": by_source,
+        "by_hardware": by_hw,
+    }

@@ -1,0 +1,87 @@
+"""Every catalog number is in a sane range and has a source; user files work like built-in entries."""
+
+import pytest
+
+from flopcast import catalog
+from flopcast.errors import FlopcastError
+from flopcast.units import GiB, parse
+
+
+def _numbers(d, prefix=""):
+    for k, v in d.items():
+        if k in ("sources", "notes", "aliases", "name", "source"):
+            continue
+        path = f"{prefix}{k}"
+        if isinstance(v, dict):
+            yield from _numbers(v, path + ".")
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for item in v:
+                yield from _numbers({kk: vv for kk, vv in item.items() if kk != "name"}, f"{path}.{item.get('name')}.")
+        elif isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            yield path, v
+
+
+@pytest.mark.parametrize("kind", ["chip", "system", "model"])
+def test_every_number_has_a_known_source(kind):
+    srcs = catalog.sources()
+    for key, entry in catalog.raw(kind).items():
+        assert entry.get("source"), f"{key} has no default source"
+        overrides = entry.get("sources") or {}
+        for path, _ in _numbers(entry):
+            sid = overrides.get(path) or entry.get("source")
+            for s in (sid if isinstance(sid, list) else [sid]):
+                assert s in srcs, f"{kind} {key}: {path} cites unknown source {s!r}"
+
+
+def test_chip_figures_in_sane_ranges():
+    for key in catalog.names("chip"):
+        c = catalog.load_chip(key)
+        for dtype, peak in c.peak_flops.items():
+            assert 1e11 < peak < 1e17, (key, dtype, peak)
+        assert 1e10 < c.memory_bandwidth < 2e13, key
+        if c.memory:
+            assert 8 * GiB <= c.memory <= 2048 * GiB, key
+        if c.power:
+            assert 50 < c.power < 2000, key
+
+
+def test_system_figures_in_sane_ranges():
+    for key in catalog.names("system"):
+        s = catalog.load_system(key)
+        for t in s.tiers:
+            assert 1e8 < t.bandwidth < 5e12, (key, t.name)
+            assert 0 <= t.latency < 1e-3, (key, t.name)
+        sizes = [t.size for t in s.tiers]
+        assert sizes == sorted(sizes), key
+        if s.price_per_hour is not None:
+            assert 0.1 < s.price_per_hour < 500, key
+
+
+def test_required_entries_exist():
+    for chip in ["trainium1", "trainium2", "trainium3", "inferentia2", "a100-40gb", "a100-80gb", "h100-sxm", "h800",
+                 "h200", "b200", "gb200", "gb300", "mi300x", "tpu-v4", "tpu-v5e", "tpu-v5p", "gaudi2",
+                 "graviton3", "graviton3e", "graviton4"]:
+        assert catalog.resolve_name("chip", chip), chip
+    for system in ["trn1.32xlarge", "trn2.48xlarge", "trn2-ultraserver", "trn2-ultracluster", "inf2.48xlarge",
+                   "p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "gb200-nvl72", "gb300-nvl72"]:
+        assert catalog.resolve_name("system", system), system
+    assert catalog.load_system("trn2-ultracluster").max_chips == 100_000
+
+
+def test_user_file_with_base_overrides_one_field(tmp_path):
+    f = tmp_path / "trn2-2xbw.yaml"
+    f.write_text("base: trainium2\nmemory_bandwidth: 5.8 TB/s\n")
+    chip = catalog.load_chip(str(f))
+    assert chip.memory_bandwidth == pytest.approx(5.8e12)
+    assert chip.peak_flops == catalog.load_chip("trainium2").peak_flops
+
+
+def test_unknown_name_suggests_closest():
+    with pytest.raises(FlopcastError, match="closest: trainium2"):
+        catalog.load_chip("trainum2")
+
+
+@pytest.mark.parametrize("text, value", [("667 TFLOP/s", 6.67e14), ("96 GiB", 96 * 2**30), ("200 Gbit/s", 25e9),
+                                         ("2 us", 2e-6), ("820 GiB/s", 820 * 2**30), ("21.5 USD/h", 21.5)])
+def test_units(text, value):
+    assert parse(text) == pytest.approx(value)

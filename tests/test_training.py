@@ -1,0 +1,99 @@
+"""The training step model: breakdowns sum, monotone in hardware, vectorized equals scalar."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import flopcast
+from flopcast import catalog
+from flopcast.model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding
+from flopcast.model.system import Dtype
+from flopcast.plan import search
+from flopcast.simulate import training
+
+GPT3 = dict(model="gpt3-175b", hardware="dgx-a100-80gb", chips=1024, tp=8, pp=16, micro_batch=1,
+            global_batch=1536, recompute="full", sharding="zero1", sequence_parallel=True, schedule="1f1b")
+
+
+def test_breakdowns_sum_to_totals():
+    r = flopcast.train(**GPT3)
+    assert sum(r.time_breakdown_s.values()) == pytest.approx(r.step_time_s, rel=1e-9)
+    assert sum(r.memory_breakdown_bytes.values()) == pytest.approx(r.memory_bytes, rel=1e-9)
+
+
+def test_gpt3_on_1024_a100_is_of_the_right_order():
+    r = flopcast.train(**GPT3)
+    assert r.fits
+    assert r.memory_bytes < 80e9
+    # Narayanan et al. 2021 measured 140 TFLOP/s per GPU (their counting) on this layout
+    assert 90 < r.model_tflops_per_chip < 200
+
+
+def _with_chip(system, **changes):
+    return dataclasses.replace(system, chip=dataclasses.replace(system.chip, **changes))
+
+
+@pytest.mark.parametrize("change", ["bandwidth", "peak", "links"])
+def test_better_hardware_is_never_slower(change):
+    model = catalog.load_model("llama2-70b")
+    system = catalog.load_system("p5.48xlarge")
+    cal = catalog.calibration()
+    lb, _, _ = search.candidates(model, system, 64, search.SearchSpace(dtype=(Dtype.BF16, Dtype.FP8)))
+    lb = lb.take(np.arange(0, lb.size, max(1, lb.size // 3000)))
+    if change == "bandwidth":
+        better = _with_chip(system, memory_bandwidth=system.chip.memory_bandwidth * 2)
+    elif change == "peak":
+        better = _with_chip(system, peak_flops={k: v * 2 for k, v in system.chip.peak_flops.items()})
+    else:
+        better = dataclasses.replace(system, tiers=tuple(dataclasses.replace(t, bandwidth=t.bandwidth * 2)
+                                                         for t in system.tiers))
+    base = training.evaluate(model, system, lb, cal)["step_time_s"]
+    fast = training.evaluate(model, better, lb, cal)["step_time_s"]
+    assert np.all(fast <= base * (1 + 1e-12))
+
+
+def test_vectorized_equals_scalar_on_sampled_layouts():
+    model = catalog.load_model("mixtral-8x7b")
+    system = catalog.load_system("p5.48xlarge")
+    cal = catalog.calibration()
+    lb, _, _ = search.candidates(model, system, 128, search.SearchSpace(dtype=(Dtype.BF16, Dtype.FP8)))
+    rng = np.random.default_rng(0)
+    idx = rng.choice(lb.size, size=40, replace=False)
+    batch = training.evaluate(model, system, lb, cal)
+    for i in idx:
+        one = training.evaluate(model, system, LayoutBatch.of([lb.layout(int(i))]), cal)
+        for key in ("step_time_s", "memory_bytes", "tokens_per_s", "mfu"):
+            assert one[key][0] == pytest.approx(batch[key][i], rel=1e-12), key
+        for part, v in one["time_parts"].items():
+            assert v[0] == pytest.approx(np.broadcast_to(batch["time_parts"][part], batch["step_time_s"].shape)[i],
+                                         rel=1e-12, abs=1e-15), part
+
+
+def test_recompute_trades_time_for_memory():
+    base = dict(GPT3, recompute="none")
+    none = flopcast.train(**base)
+    full = flopcast.train(**dict(base, recompute="full"))
+    assert full.step_time_s > none.step_time_s
+    assert full.memory_breakdown_bytes["activations"] < none.memory_breakdown_bytes["activations"]
+
+
+def test_zero_stages_shrink_memory():
+    mems = [flopcast.train(**dict(GPT3, sharding=s)).memory_bytes for s in ("none", "zero1", "zero2", "zero3")]
+    assert mems == sorted(mems, reverse=True)
+
+
+def test_layout_that_does_not_fit_is_a_result():
+    r = flopcast.train("llama3-405b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, micro_batch=1, global_batch=8,
+                       recompute="none", sharding="none")
+    assert not r.fits
+    assert r.to_dict()["fits"] is False
+
+
+def test_moe_and_cp_and_interleaving_run():
+    r = flopcast.train("deepseek-v3", hardware="hgx-h800", chips=2048, tp=1, pp=16, ep=64, vp=2, micro_batch=1,
+                       global_batch=4096, dtype="fp8")
+    assert r.time_breakdown_s["comm/ep"] > 0 and r.step_time_s > 0
+    r = flopcast.train("llama3-8b", hardware="p5.48xlarge", chips=16, tp=2, pp=1, cp=8, micro_batch=1,
+                       global_batch=16, seq_len=131072)
+    assert r.time_breakdown_s["comm/cp"] >= 0 and r.layout.cp == 8
