@@ -19,7 +19,8 @@ CASES = [  # (model, system, chips, qps, scheduler)
     ("llama3-8b", "p5.48xlarge", 1, 8.0, S.Scheduler.CONTINUOUS),
     ("llama3-8b", "p5.48xlarge", 1, 8.0, S.Scheduler.CHUNKED),
     ("llama3-70b", "inf2.48xlarge", 12, 1.0, S.Scheduler.CONTINUOUS),
-    ("llama3-8b", "c8g.48xlarge", 2, 0.2, S.Scheduler.STATIC),
+    ("llama3-8b", "p5.48xlarge", 1, 4.0, S.Scheduler.STATIC),
+    ("llama3-8b", "c8g.16xlarge", 1, 0.05, S.Scheduler.CONTINUOUS),
 ]
 
 

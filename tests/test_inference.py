@@ -82,7 +82,7 @@ def test_vectorized_equals_scalar_and_fast_path():
 def test_memory_limited_batch():
     d = inf.deployment(catalog.load_model("llama2-7b"), catalog.load_system("inf2.xlarge"), weights="bf16")
     ctx = 4096
-    free = d.memory_capacity * (1 - inf.RUNTIME_RESERVE) - inf.weight_bytes(d.model, d.weights)
+    free = d.memory_capacity * (1 - inf.RUNTIME_RESERVE) - inf.weight_bytes(d.model, d.weights)  # 5% reserve
     per_seq = 524288 * ctx + 8.0 * d.model.hidden * ctx
     b = inf.max_batch(d, ctx)
     assert b == int(free // per_seq) and b > 0

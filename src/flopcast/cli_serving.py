@@ -200,4 +200,28 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     click.echo("\n".join(lines))
 
 
+def inference_validation_report(result: dict) -> str:
+    """The text table of validate_inference's result: one line per compared figure, then the summary."""
+    units = {"decode_tokens_per_s_per_stream": "tokens/s", "output_tokens_per_s_total": "tokens/s",
+             "tpot_ms": "ms", "ttft_ms": "ms", "prefill_tokens_per_s": "tokens/s"}
+    out = [f"{'run':5s} {'hardware':12s} {'model':11s} {'metric':32s} {'predicted':>12s} {'measured':>12s} {'error':>8s}"]
+    for r in result["rows"]:
+        if r["status"] != "ok":
+            out.append(f"{r['run_id']:5s} {r['hardware']:12s} {r['model'][:11]:11s} {str(r['metric']):32s} skipped: {r['reason']}")
+            continue
+        u = units[r["metric"]]
+        out.append(f"{r['run_id']:5s} {r['hardware']:12s} {r['model'][:11]:11s} {r['metric']:32s} "
+                   f"{r['predicted']:9.4g} {u:>2s} {r['measured']:9.4g} {u:>2s} {r['error_pct']:+7.1f}%")
+    s = result["summary"]
+
+    def pct(v):
+        return "n/a" if v is None else f"{v:.1f}%"
+
+    out.append(f"figures compared: {s['n_ok']}   skipped: {s['n_skipped']}")
+    out.append(f"MAPE {pct(s['mape_pct'])}   median |error| {pct(s['median_ape_pct'])}   bias {pct(s['bias_pct'])}")
+    for title, key in (("by metric", "by_metric"), ("by source", "by_source"), ("by hardware", "by_hardware")):
+        out.append(f"{title}: " + "; ".join(f"{k} {pct(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
+    return "\n".join(out)
+
+
 COMMANDS = [infer, serve]

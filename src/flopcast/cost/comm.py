@@ -51,8 +51,18 @@ def _topology_factor(tier: Tier, g):
 
 
 def _latency_rounds(tier: Tier, g):
+    """Sequential steps: log2(g) through switches; on a torus, a ring per dimension (sum of d - 1)."""
+    g = np.asarray(g, dtype=float)
     if tier.topology == Topology.SWITCH:
         return np.ceil(np.log2(np.maximum(g, 1.0)))
+    if tier.topology in (Topology.TORUS2D, Topology.TORUS3D) and tier.dims:
+        rounds = np.zeros_like(g)
+        remaining = g
+        for d in tier.dims:
+            take = np.minimum(remaining, d)
+            rounds = rounds + take - 1.0
+            remaining = remaining / take
+        return rounds + np.maximum(remaining - 1.0, 0.0)
     return g - 1.0
 
 

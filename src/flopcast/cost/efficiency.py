@@ -28,6 +28,7 @@ class Calibration:
     comm_overlap: float = 0.8  # fraction of the compute window asynchronous DP and PP communication hides in
     grouped_gemm: float = 0.8  # MoE expert GEMMs (grouped, load-imbalanced) relative to a dense GEMM's efficiency
     op_overhead_s: float = 2e-6  # fixed cost per kernel (launch, synchronisation)
+    elementwise_traffic: float = 1.5  # HBM traffic of a layer's non-GEMM kernels relative to the minimal count
     step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
     provenance: dict = field(default_factory=dict, compare=False, hash=False)
     priors: dict = field(default_factory=dict, compare=False, hash=False)  # family -> where its values come from

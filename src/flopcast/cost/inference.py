@@ -421,8 +421,13 @@ class InferenceResult:
         }
 
 
-RUNTIME_RESERVE = 0.05  # share of memory an engine keeps for runtime, activations and fragmentation (vLLM's
-# default gpu_memory_utilization 0.9 keeps 10% incl. activations; 5% here plus activations below)
+RUNTIME_RESERVE = 0.05  # share of accelerator memory an engine keeps for runtime, activations and fragmentation
+# (vLLM's default gpu_memory_utilization 0.9 keeps 10% incl. activations; 5% here plus activations below)
+CPU_RESERVE_BYTES = 2 * 2**30  # CPUs: operating system and engine runtime per replica (assumption)
+
+
+def reserve_bytes(d: Deployment) -> float:
+    return CPU_RESERVE_BYTES if d.is_cpu else RUNTIME_RESERVE * d.memory_capacity
 
 
 def memory(d: Deployment, batch, context) -> tuple[dict, float]:
@@ -430,21 +435,21 @@ def memory(d: Deployment, batch, context) -> tuple[dict, float]:
     m = d.model
     weights = weight_bytes(m, d.weights)
     kv = float(batch) * float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes)
-    other = RUNTIME_RESERVE * d.memory_capacity + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
+    other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
     return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
 
 
 def max_batch(d: Deployment, context) -> int:
     """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
     m = d.model
-    free = d.memory_capacity * (1 - RUNTIME_RESERVE) - weight_bytes(m, d.weights)
+    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(m, d.weights)
     per_seq = float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes) + 8.0 * m.hidden * min(context, 4096)
     return max(0, int(free // per_seq))
 
 
 def kv_capacity_tokens(d: Deployment) -> int:
     """Tokens of KV cache the replica can hold beside its weights and reserve."""
-    free = d.memory_capacity * (1 - RUNTIME_RESERVE) - weight_bytes(d.model, d.weights)
+    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(d.model, d.weights)
     return max(0, int(free // kv_bytes_per_token(d.model, d.kv_bytes)))
 
 

@@ -288,7 +288,6 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
             first[r] = now
         gen[r] += 1
         if gen[r] >= out[r]:
-            rep.pre_kv -= 0
             finish(rep, r, now)
             return False
         start[r] = rep.step

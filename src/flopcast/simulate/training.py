@@ -131,7 +131,7 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     # elementwise: two norms (read+write h), two residual adds (read 2h, write h), activation, rotary
     replicated = 10.0 * h / np.where(sp, tp, 1.0)
     sharded = (act_elems + 2.0 * (model.q_dim + model.kv_dim)) / tp
-    elem_fwd = compute.memory_time(T * (replicated + sharded) * memory.ACT_BYTES,
+    elem_fwd = compute.memory_time(T * (replicated + sharded) * memory.ACT_BYTES * cal.elementwise_traffic,
                                    bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
     overhead = KERNELS_PER_LAYER * cal.op_overhead_s
     fwd = fwd + attn_fwd + elem_fwd + overhead / 3.0

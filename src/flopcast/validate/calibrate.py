@@ -38,7 +38,9 @@ GLOBAL_PRIOR = {
     "tp_overlap": (0.2, 0.0, 0.95, 0.5),
     "comm_overlap": (0.8, 0.0, 1.0, 0.5),
     "grouped_gemm": (0.7, 0.1, 1.0, 0.4),  # grouped expert GEMMs reach less than dense ones (Gale et al. 2022, MegaBlocks)
-    "op_overhead_s": (4e-6, 1e-7, 1e-4, 1.0),  # kernel launch ~2-10 us
+    "op_overhead_s": (4e-6, 1e-7, 2e-5, 1.0),  # kernel launch ~2-10 us
+    # unfused casts, transposes (FP8), bias/dropout and softmax passes beyond the minimal norm/residual/activation count
+    "elementwise_traffic": (1.5, 0.5, 6.0, 0.7),
     "step_overhead_s": (0.05, 1e-4, 2.0, 1.5),
 }
 PRIOR_WEIGHT = 0.15  # residual weight of a one-width deviation from the prior, vs ~0.1 log-error of a row

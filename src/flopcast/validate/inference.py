@@ -229,6 +229,7 @@ def fit_inference(path, out_path=CAL_PATH) -> dict:
     """Fit every engine family on `path` and write inference_calibration.yaml with provenance."""
     import yaml
 
+    out_path = CAL_PATH if out_path is None else out_path
     rows = _read(path)
     table = fit_families(rows)
     summary = summarize(_compare(rows, table))
@@ -236,7 +237,7 @@ def fit_inference(path, out_path=CAL_PATH) -> dict:
     doc = {
         "provenance": {
             "data": Path(path).name, "rows": len(rows), "fitted": datetime.date.today().isoformat(),
-            "method": "scipy.optimize.least_squares (soft-L1 loss, f_scale ROBUST_SCALE) on log(predicted/measured) of every measured figure, "
+            "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on log(predicted/measured) of every measured figure, "
                       f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
             "robust_scale": ROBUST_SCALE,
             "in_sample_mape_pct": round(summary["mape_pct"], 2),
