@@ -96,6 +96,19 @@ class TrainResult:
             return None
         return self.instance_hours * self.system.price_per_hour
 
+    @property
+    def expected(self):
+        """Time-to-train with faults, checkpoints and restarts (cost/reliability.py), or None without tokens.
+
+        Straggler variation is left out here (cv = 0): the calibrated efficiencies already hold what
+        the measured runs lost to it; `flopcast reliability --cv` models it explicitly.
+        """
+        if not self.tokens:
+            return None
+        from .cost.reliability import GoodputAssumptions, goodput_for
+
+        return goodput_for(self, GoodputAssumptions(cv=0.0))
+
     def why_missing(self) -> dict:
         """For each figure that cannot be computed, why."""
         out = {}
@@ -140,6 +153,11 @@ class TrainResult:
             "time_to_train_days": None if self.time_to_train_s is None else self.time_to_train_s / DAY,
             "chip_hours": self.chip_hours,
             "instance_hours": self.instance_hours,
+            "expected_time_to_train_s": self.expected.expected_s if self.expected else None,
+            "expected_time_to_train_days": self.expected.expected_s / DAY if self.expected else None,
+            "goodput": self.expected.goodput if self.expected else None,
+            "expected_interruptions": self.expected.interruptions if self.expected else None,
+            "checkpoint_interval_s": self.expected.interval_s if self.expected else None,
             "energy_kwh": self.energy_kwh,
             "cost_usd": self.cost_usd,
             "unavailable": self.why_missing(),

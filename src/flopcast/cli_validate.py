@@ -82,9 +82,9 @@ def validate(file, as_json, out, cross_validate):
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
     if _is_serving(file):
-        from .validate.inference import validate_inference
+        from .validate.inference import cross_validate_inference, validate_inference
 
-        result = validate_inference(file)
+        result = cross_validate_inference(file) if cross_validate else validate_inference(file)
         if as_json:
             click.echo(_json(result))
         else:
@@ -130,7 +130,8 @@ def calibrate(file, output):
     if _is_serving(file):
         from .validate.inference import fit_inference
 
-        click.echo(fit_inference(file, output))
+        info = fit_inference(file, output) if output else fit_inference(file)
+        click.echo(_json(info))
         return
     cases, skipped = vt.load_cases(file)
     with _progress(2, "fitting (2 rounds)") as bar:

@@ -58,6 +58,11 @@ def train_report(r) -> str:
     if r.tokens:
         out.append(f"to train on {r.tokens:.3g} tokens")
         out.append(f"  time-to-train           {fmt_duration(r.time_to_train_s):>14}  ({r.time_to_train_s / DAY:.2f} days)")
+        g = r.expected
+        if g is not None:
+            out.append(f"  expected with faults    {fmt_duration(g.expected_s):>14}  (goodput {100 * g.goodput:.1f}%, "
+                       f"{g.interruptions:,.0f} interruptions, checkpoint every {fmt_duration(g.interval_s)}; "
+                       "`flopcast reliability` shows the assumptions)")
         out.append(f"  chip-hours              {r.chip_hours:14,.0f} chip-h")
         out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({s.chips_per_node} chips each)")
         missing = r.why_missing()

@@ -1,0 +1,264 @@
+"""Commands `flopcast search`, `flopcast plan` and `flopcast compare`: render what flopcast.plan computes."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from . import api, catalog
+from .errors import FlopcastError
+from .plan import capacity
+from .plan import search as search_mod
+from .units import DAY, GiB, parse_count, parse_duration
+
+PROGRESS_ABOVE = 1_000_000
+
+
+def _cli():
+    from . import cli  # imported here: flopcast.cli imports this module while it loads
+
+    return cli
+
+
+def _layout_options(f):
+    return _cli().layout_options(f)
+
+
+def _batch_range(text):
+    if not text:
+        return None
+    try:
+        lo, hi = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise FlopcastError(f"--batch-range {text!r}: write MIN:MAX in sequences, e.g. 512:4096") from None
+    if lo < 1 or hi < lo:
+        raise FlopcastError(f"--batch-range {text!r}: need 1 <= MIN <= MAX")
+    return (lo, hi)
+
+
+def _space(kw, dtypes=None, batch_range=None):
+    layout = _cli()._layout(kw)
+    if dtypes:
+        if "dtype" in layout:
+            raise FlopcastError("give either --dtype (pinned) or --dtypes (searched), not both")
+        dtypes = [d.strip() for d in dtypes.split(",") if d.strip()]
+    return api.layout_space(**layout, dtypes=dtypes, batch_range=_batch_range(batch_range))
+
+
+def _fmt_rejected(rejected: dict) -> list[str]:
+    return [f"  {v:>12,}  {k}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
+
+
+def _na(value, reason, fmt):
+    return fmt(value) if value is not None else f"n/a ({reason})"
+
+
+@click.command("search")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="System (e.g. trn2.48xlarge, p5.48xlarge, dgx-a100-80gb).")
+@click.option("--chips", "-n", type=int, required=True, help="Chips in the cluster (the search may leave some idle).")
+@click.option("--top", "top", type=int, default=10, show_default=True, help="How many layouts to print.")
+@click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
+              show_default=True, help="What the ranking minimises per token: time, dollars or joules.")
+@click.option("--dtypes", help="Compute dtypes to search over, comma-separated (e.g. bf16,fp8); default bf16.")
+@click.option("--batch-range", help="Global batch range in sequences, MIN:MAX (default: 0.5x..2x the model's customary batch).")
+@click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
+@click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
+@_layout_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, **kw):
+    """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
+
+    Any layout option pins that field; the rest are searched.
+    """
+    cli = _cli()
+    m = api.resolve_model(model, seq_len)
+    system = api.resolve_system(hardware)
+    if chips < 1:
+        raise FlopcastError(f"--chips must be a positive integer, got {chips}")
+    if chips > system.max_chips:
+        raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; --chips {chips} is more")
+    if top < 1:
+        raise FlopcastError(f"--top must be positive, got {top}")
+    space = _space(kw, dtypes, batch_range)
+    n_tokens = cli._tokens(tokens, m) if tokens else None
+    cal = catalog.calibration()
+    t0 = time.perf_counter()
+    _, _, expected = search_mod.candidates(m, system, chips, space, allow_idle=not no_idle)
+    if expected > PROGRESS_ABOVE and not as_json:
+        with click.progressbar(length=expected, label="searching", file=click.get_text_stream("stderr")) as bar:
+            out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle,
+                                    progress=bar.update)
+            bar.update(max(0, expected - bar.pos))
+    else:
+        out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle)
+    wall = time.perf_counter() - t0
+    rows = [api.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
+            for i in out.order[:top]]
+    rate = out.considered / wall if wall > 0 else float("inf")
+    if as_json:
+        click.echo(cli._json({
+            "model": m.label, "hardware": system.id, "chips": chips, "objective": objective,
+            "candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
+            "wall_s": wall, "candidates_per_s": rate, "rejected": out.rejected,
+            "top": [r.to_dict() for r in rows],
+        }))
+        return
+    click.echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
+    click.echo(f"{out.considered:,} candidates evaluated in {wall:.2f} s ({rate:,.0f}/s); "
+               f"{out.batch.size:,} valid, {out.n_fit:,} fit in memory")
+    if rows:
+        head = f"{'#':>3} {'step s':>9} {'tok/s/chip':>11} {'MFU %':>6} {'GiB/chip':>9} "
+        head += f"{'days':>8} " if n_tokens else ""
+        head += f"{'idle':>5}  layout"
+        click.echo(head)
+        for k, r in enumerate(rows, 1):
+            line = (f"{k:>3} {r.step_time_s:>9.3f} {r.tokens_per_s_per_chip:>11,.0f} "
+                    f"{100 * r.mfu:>6.1f} {r.memory_gib:>9.1f} ")
+            line += f"{r.time_to_train_s / DAY:>8.1f} " if n_tokens else ""
+            line += f"{r.idle_chips:>5}  {r.layout.describe()}"
+            click.echo(line)
+    else:
+        click.echo("no layout fits")
+    if out.rejected:
+        click.echo("rejected (by the first rule each candidate broke):")
+        for line in _fmt_rejected(out.rejected):
+            click.echo(line)
+
+
+def _point_dict(p: capacity.PlanPoint) -> dict:
+    d = {"nodes": p.nodes, "chips": p.chips}
+    if p.result is None:
+        d["reason"] = p.reason
+        return d
+    r = p.result.to_dict()
+    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "cost_usd", "chip_hours", "energy_kwh",
+                                "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")})
+    return d
+
+
+def _point_line(p: capacity.PlanPoint) -> str:
+    if p.result is None:
+        return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
+    r = p.result
+    cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
+    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} {cost:>16} {100 * r.mfu:>6.1f}  "
+            f"{r.layout.describe()}")
+
+
+@click.command("plan")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="System to size (whole nodes of it).")
+@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@click.option("--deadline", help="Finish within this time (e.g. 30d, 12h): the smallest cluster that does.")
+@click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
+@click.option("--pareto", "frontier", is_flag=True, help="The frontier of cluster size, time to train and cost.")
+@_layout_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, **kw):
+    """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
+    cli = _cli()
+    if sum(x is not None and x is not False for x in (deadline, budget, frontier or None)) != 1:
+        raise FlopcastError("give exactly one of --deadline, --budget or --pareto")
+    m = api.resolve_model(model, seq_len)
+    system = api.resolve_system(hardware)
+    n_tokens = cli._tokens(tokens, m)
+    space = _space(kw)
+    cal = catalog.calibration()
+    t0 = time.perf_counter()
+    if deadline:
+        try:
+            d = parse_duration(deadline)
+        except ValueError:
+            raise FlopcastError(f"--deadline {deadline!r}: write e.g. 30d, 12h or 90min") from None
+        out = capacity.plan_deadline(m, system, n_tokens, d, cal, space)
+        what = f"deadline {d / DAY:.1f} days"
+    elif budget:
+        try:
+            b = parse_count(budget)
+        except ValueError:
+            raise FlopcastError(f"--budget {budget!r}: write dollars, e.g. 2.5M or 400000") from None
+        out = capacity.plan_budget(m, system, n_tokens, b, cal, space)
+        what = f"budget ${b:,.0f}"
+    else:
+        out = capacity.pareto(m, system, n_tokens, cal, space)
+        what = "pareto frontier"
+    wall = time.perf_counter() - t0
+    if as_json:
+        click.echo(cli._json({
+            "model": m.label, "hardware": system.id, "tokens": n_tokens, "kind": out.kind, "target": out.target,
+            "searches": out.searches, "wall_s": wall,
+            "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
+            "frontier": [_point_dict(p) for p in out.frontier],
+            "points": [_point_dict(p) for p in out.points],
+        }))
+        return
+    click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
+    click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
+    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'cost USD':>16} {'MFU %':>6}  layout")
+    shown = out.frontier if out.kind == "pareto" else out.points
+    for p in shown:
+        mark = "  <-" if out.chosen is not None and p is out.chosen else ""
+        click.echo(_point_line(p) + mark)
+    if out.chosen is not None:
+        r = out.chosen.result
+        click.echo(f"answer: {out.chosen.nodes:,} nodes ({out.chosen.chips:,} chips), {r.time_to_train_s / DAY:.1f} days, "
+                   + (f"${r.cost_usd:,.0f}" if r.cost_usd is not None else f"cost n/a ({r.why_missing().get('cost', '')})")
+                   + f"; layout {r.layout.describe()}")
+    elif out.kind == "pareto" and system.price_per_hour is None:
+        click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
+
+
+@click.command("compare")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
+@click.option("--chips", "-n", type=int, required=True, help="Chips on each system.")
+@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@_layout_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+def compare(model, hardware, chips, tokens, as_json, seq_len, **kw):
+    """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost."""
+    cli = _cli()
+    if chips < 1:
+        raise FlopcastError(f"--chips must be a positive integer, got {chips}")
+    m = api.resolve_model(model, seq_len)
+    systems = [api.resolve_system(h.strip()) for h in hardware.split(",") if h.strip()]
+    if not systems:
+        raise FlopcastError("--hardware: name at least one system")
+    n_tokens = cli._tokens(tokens, m)
+    out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw))
+    if as_json:
+        click.echo(cli._json({"model": m.label, "chips": chips, "tokens": n_tokens,
+                              "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
+                                          for k, v in out.items()}}))
+        return
+    click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
+    names = list(out)
+    w = max(16, *(len(n) for n in names))
+    rows = [("time to train", lambda r: f"{r.time_to_train_s / DAY:.1f} days"),
+            ("MFU", lambda r: f"{100 * r.mfu:.1f} %"),
+            ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
+            ("energy kWh", lambda r: _na(r.energy_kwh, "no power", lambda v: f"{v:,.0f}")),
+            ("cost USD", lambda r: _na(r.cost_usd, "no price", lambda v: f"${v:,.0f}")),
+            ("idle chips", lambda r: f"{r.idle_chips:,}"),
+            ("layout", lambda r: r.layout.describe())]
+    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
+    for label, f in rows:
+        cells = [(f(v) if not isinstance(v, str) else "n/a") for v in out.values()]
+        if label == "layout":
+            click.echo(f"{label:<14}")
+            for n, v in out.items():
+                click.echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
+            continue
+        click.echo(f"{label:<14} " + " ".join(f"{c:>{w}}" for c in cells))
+    for n, v in out.items():
+        if isinstance(v, str):
+            click.echo(f"{n}: {v}")
+        else:
+            for k, why in v.why_missing().items():
+                if k in ("energy", "cost"):
+                    click.echo(f"{n}: {k} n/a: {why}")
+
+
+COMMANDS = [search, plan, compare]

@@ -1,0 +1,212 @@
+"""Capacity questions answered with the layout search: how many nodes for a deadline, the fastest
+cluster within a budget, the size/time/cost frontier, and the best layout on several systems.
+
+Time to train = tokens / tokens_per_s of the fastest layout that fits on that cluster
+(the search may leave chips idle; the cluster is still paid for in whole nodes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..cost.efficiency import Calibration
+from ..errors import FlopcastError
+from ..model.system import System
+from ..model.workload import Model
+from . import search as search_mod
+
+MAX_PARETO_SEARCHES = 20
+
+
+@dataclass(frozen=True)
+class PlanPoint:
+    nodes: int
+    chips: int
+    result: object | None  # api.TrainResult of the best layout, None when nothing fits
+    reason: str = ""  # why there is no result
+
+    @property
+    def time_to_train_s(self) -> float:
+        return math.inf if self.result is None else self.result.time_to_train_s
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.result is None else self.result.cost_usd
+
+
+@dataclass
+class PlanOutcome:
+    kind: str  # deadline | budget | pareto
+    chosen: PlanPoint | None
+    points: list  # every cluster size evaluated, ascending nodes
+    frontier: list = field(default_factory=list)
+    target: float | None = None  # deadline (s) or budget (USD)
+    searches: int = 0
+
+
+class _Sizer:
+    """Best layout per node count, cached."""
+
+    def __init__(self, model, system, tokens, cal, space):
+        if tokens is None or tokens <= 0:
+            raise FlopcastError(f"--tokens must be positive, got {tokens}")
+        self.model, self.system, self.tokens, self.cal, self.space = model, system, float(tokens), cal, space
+        self.node = system.chips_per_node
+        self.max_nodes = max(1, system.max_chips // self.node)
+        self.cache: dict[int, PlanPoint] = {}
+
+    def __call__(self, nodes: int) -> PlanPoint:
+        if nodes not in self.cache:
+            self.cache[nodes] = self._best(nodes)
+        return self.cache[nodes]
+
+    def _best(self, nodes: int) -> PlanPoint:
+        from .. import api
+
+        chips = nodes * self.node
+        out = search_mod.search(self.model, self.system, chips, self.cal, self.space, objective="throughput")
+        if out.n_fit == 0:
+            reasons = "; ".join(f"{k}: {v}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
+            return PlanPoint(nodes, chips, None, f"no layout fits ({reasons or 'no candidates'})")
+        i = int(out.order[0])
+        free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
+        r = api.result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
+                            "searched", free,
+                            summary={"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
+                                     "rejected": out.rejected})
+        return PlanPoint(nodes, chips, r)
+
+    def points(self) -> list:
+        return [self.cache[n] for n in sorted(self.cache)]
+
+
+def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float, cal: Calibration,
+                  space: search_mod.SearchSpace = search_mod.SearchSpace()) -> PlanOutcome:
+    """Smallest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s`."""
+    if not deadline_s or deadline_s <= 0:
+        raise FlopcastError(f"--deadline must be positive, got {deadline_s}")
+    size = _Sizer(model, system, tokens, cal, space)
+    meets = lambda n: size(n).time_to_train_s <= deadline_s
+    # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
+    lo, hi, n = 0, None, 1
+    while True:
+        if meets(n):
+            hi = n
+            break
+        lo = n
+        if n >= size.max_nodes:
+            break
+        n = min(2 * n, size.max_nodes)
+    if hi is None:
+        best = min(size.points(), key=lambda p: p.time_to_train_s)
+        if best.result is None:
+            raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips: {best.reason}")
+        raise FlopcastError(
+            f"no {system.id} cluster up to {system.max_chips:,} chips trains {tokens:.3g} tokens of {model.label} in "
+            f"{deadline_s / 86400:.1f} days; the fastest searched ({best.chips:,} chips) takes "
+            f"{best.time_to_train_s / 86400:.1f} days")
+    # bisection between lo (misses) and hi (meets)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    # time is not strictly monotonic in cluster size; make sure one node fewer misses
+    while hi > 1 and meets(hi - 1):
+        hi -= 1
+    return PlanOutcome("deadline", size(hi), size.points(), target=deadline_s, searches=len(size.cache))
+
+
+def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, cal: Calibration,
+                space: search_mod.SearchSpace = search_mod.SearchSpace()) -> PlanOutcome:
+    """Fastest cluster (whole nodes) whose training run costs at most `budget_usd`."""
+    if system.price_per_hour is None:
+        raise FlopcastError(f"{system.id} has no known price ({system.notes.get('price_per_hour', 'not published')}); "
+                            f"--budget needs one: use --deadline, or a system with a price")
+    if not budget_usd or budget_usd <= 0:
+        raise FlopcastError(f"--budget must be positive, got {budget_usd}")
+    size = _Sizer(model, system, tokens, cal, space)
+    within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
+    # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
+    lo, hi, n = None, None, 1
+    while True:
+        if within(n):
+            lo = n
+        elif lo is not None:
+            hi = n
+            break
+        if n >= size.max_nodes:
+            break
+        n = min(2 * n, size.max_nodes)
+    if lo is None:
+        cheap = [p for p in size.points() if p.result is not None]
+        if not cheap:
+            raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips")
+        c = min(cheap, key=lambda p: p.cost_usd)
+        raise FlopcastError(f"no {system.id} cluster trains {tokens:.3g} tokens of {model.label} for "
+                            f"${budget_usd:,.0f}; the cheapest searched ({c.chips:,} chips) costs ${c.cost_usd:,.0f}")
+    if hi is not None:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if within(mid):
+                lo = mid
+            else:
+                hi = mid
+    ok = [p for p in size.points() if p.result is not None and p.cost_usd <= budget_usd]
+    best = min(ok, key=lambda p: (p.time_to_train_s, p.nodes))
+    return PlanOutcome("budget", best, size.points(), target=budget_usd, searches=len(size.cache))
+
+
+def _sizes(max_nodes: int) -> list[int]:
+    sizes = [2**i for i in range(int(math.log2(max_nodes)) + 1)]
+    if sizes[-1] != max_nodes:
+        sizes.append(max_nodes)
+    if len(sizes) > MAX_PARETO_SEARCHES:  # keep the largest and smallest, thin the middle geometrically
+        step = math.ceil(len(sizes) / MAX_PARETO_SEARCHES)
+        sizes = sorted(set(sizes[::step] + [sizes[-1]]))
+    return sizes
+
+
+def pareto(model: Model, system: System, tokens: float, cal: Calibration,
+           space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None) -> PlanOutcome:
+    """Frontier of (chips, time to train, cost) over cluster sizes (powers of two nodes by default).
+
+    A size is on the frontier when no other size is both at least as fast and at least as cheap
+    (cost in USD when the system has a price, chip-hours otherwise), one of them strictly.
+    """
+    size = _Sizer(model, system, tokens, cal, space)
+    nodes = sorted({int(n) for n in sizes}) if sizes else _sizes(size.max_nodes)
+    if any(n < 1 or n > size.max_nodes for n in nodes):
+        raise FlopcastError(f"cluster sizes must be 1..{size.max_nodes} nodes of {system.id}")
+    pts = [size(n) for n in nodes]
+    ok = [p for p in pts if p.result is not None]
+    if not ok:
+        raise FlopcastError(f"{model.label} fits on no searched cluster of {system.id}: {pts[-1].reason}")
+    cost = (lambda p: p.cost_usd) if system.price_per_hour is not None else (lambda p: p.result.chip_hours)
+    frontier = [p for p in ok if not any(
+        q is not p and q.time_to_train_s <= p.time_to_train_s and cost(q) <= cost(p)
+        and (q.time_to_train_s < p.time_to_train_s or cost(q) < cost(p)) for q in ok)]
+    return PlanOutcome("pareto", None, pts, frontier=frontier, searches=len(size.cache))
+
+
+def compare(model: Model, systems: list[System], chips: int, tokens: float | None, cal: Calibration,
+            space: search_mod.SearchSpace = search_mod.SearchSpace()) -> dict:
+    """Best layout of each system on `chips` chips: {system id: TrainResult, or a string saying why not}."""
+    from .. import api
+
+    out = {}
+    for system in systems:
+        if chips > system.max_chips:
+            out[system.id] = f"{system.id} scales to {system.max_chips:,} chips"
+            continue
+        s = search_mod.search(model, system, chips, cal, space, objective="throughput")
+        if s.n_fit == 0:
+            reasons = "; ".join(f"{k}: {v}" for k, v in sorted(s.rejected.items(), key=lambda kv: -kv[1]))
+            out[system.id] = f"no layout fits ({reasons or 'no candidates'})"
+            continue
+        i = int(s.order[0])
+        out[system.id] = api.result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
+                                         summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
+    return out

@@ -1,0 +1,52 @@
+"""Validation against published runs: the regression guard and the schema errors."""
+
+import json
+
+import pytest
+
+from flopcast import catalog
+from flopcast.cli import main
+from flopcast.validate import training as vt
+
+# MAPE on calibration_runs.csv with the shipped calibration was 14.4% (flopcast validate, 2026-11-29);
+# the guard allows 1.5 points of drift from refactoring, not more.
+MAPE_GUARD_PCT = 15.9
+
+
+def test_calibration_set_mape_does_not_regress(calibration_csv):
+    rows = vt.run_validation(calibration_csv, catalog.calibration())
+    s = vt.summarize(rows)
+    assert s["n_ok"] >= 88
+    assert s["mape_pct"] <= MAPE_GUARD_PCT
+
+
+def test_validate_json_shape(calibration_csv, capsys):
+    assert main(["validate", str(calibration_csv), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    row = d["rows"][0]
+    for key in ("run_id", "status", "reason", "predicted_tokens_per_s_per_chip", "measured_tokens_per_s_per_chip",
+                "error_pct", "layout"):
+        assert key in row
+    for key in ("n_ok", "n_skipped", "mape_pct", "median_ape_pct", "bias_pct", "by_source", "by_hardware"):
+        assert key in d["summary"]
+
+
+def test_missing_column_is_one_line(tmp_path, capsys):
+    f = tmp_path / "runs.csv"
+    f.write_text("run_id,model,chips\n1,x,8\n")
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "lacks column(s)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unsimulable_row_is_listed_not_dropped(calibration_csv, tmp_path):
+    lines = calibration_csv.read_text().splitlines()
+    bad = lines[1].split(",")
+    header = lines[0].split(",")
+    bad[header.index("hardware")] = "warp-drive-9000"
+    f = tmp_path / "runs.csv"
+    f.write_text("\n".join([lines[0], ",".join(bad), lines[2]]) + "\n")
+    rows = vt.run_validation(f, catalog.calibration())
+    assert len(rows) == 2
+    skipped = [r for r in rows if r.status == "skipped"]
+    assert len(skipped) == 1 and "unknown system" in skipped[0].reason
