@@ -118,20 +118,37 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
                 fitting = [d for d in fitting if d == room]
             dps = sorted({max(fitting), 2 ** int(math.log2(max(fitting)))} & set(fitting)) if fitting else [room]
         for dp in dps:
-            rows.append((tp, cp, pp, dp, gb, mb))
+            # expert parallelism lives inside data parallelism: only degrees dividing dp are candidates
+            eps = [e for e in ep_c if dp % e == 0] if model.moe and not space.ep else list(ep_c)
+            if len(eps) < len(ep_c):
+                n_other = len(vp_c) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c) * len(sc_c)  # as counted before pairing
+                skipped = (len(ep_c) - len(eps)) * n_other
+                considered += skipped
+                key = "ep is 1 for dense models and divides the experts and dp"
+                rejected[key] = rejected.get(key, 0) + skipped
+            for ep in eps:
+                rows.append((tp, cp, pp, dp, gb, mb, ep))
     if not rows:
         return LayoutBatch.of([]), rejected, considered
     base = np.array(rows, dtype=np.int64)
     # expand over the remaining categorical and small numeric choices
-    grids = [np.arange(len(base)), np.array(ep_c), np.array(vp_c), np.array([int(r) for r in rc_c]),
-             np.array([int(s) for s in sh_c]), np.array([int(s) for s in sp_c]), np.array([int(d) for d in dt_c]),
-             np.array([int(s) for s in sc_c])]
+    # vp and schedule go together: vp > 1 only interleaved, interleaved only with vp > 1 (the rule counts the rest)
+    pairs = [(v, int(sc)) for v in vp_c for sc in sc_c
+             if (sc == Schedule.INTERLEAVED) == (v > 1) or space.vp or space.schedule]
+    dropped = (len(vp_c) * len(sc_c) - len(pairs)) * len(base) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c)
+    if dropped:
+        key = "vp > 1 only with the interleaved schedule, which needs pp > 1"
+        rejected[key] = rejected.get(key, 0) + dropped
+        considered += dropped
+    pair_arr = np.array(pairs, dtype=np.int64)
+    grids = [np.arange(len(base)), np.arange(len(pairs)), np.array([int(r) for r in rc_c]),
+             np.array([int(s) for s in sh_c]), np.array([int(s) for s in sp_c]), np.array([int(d) for d in dt_c])]
     mesh = np.meshgrid(*grids, indexing="ij")
     flat = [g.ravel() for g in mesh]
     b = base[flat[0]]
     lb = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
-                     ep=flat[1], vp=flat[2], recompute=flat[3], sharding=flat[4], sequence_parallel=flat[5],
-                     dtype=flat[6], schedule=flat[7])
+                     ep=b[:, 6], vp=pair_arr[flat[1], 0], recompute=flat[2], sharding=flat[3],
+                     sequence_parallel=flat[4], dtype=flat[5], schedule=pair_arr[flat[1], 1])
     considered += lb.size
     return lb, rejected, considered
 
