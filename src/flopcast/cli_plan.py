@@ -110,13 +110,13 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
                f"{out.batch.size:,} valid, {out.n_fit:,} fit in memory")
     if rows:
         head = f"{'#':>3} {'step s':>9} {'tok/s/chip':>11} {'MFU %':>6} {'GiB/chip':>9} "
-        head += f"{'days':>8} " if n_tokens else ""
+        head += f"{'days':>8} {'w/faults':>8} " if n_tokens else ""
         head += f"{'idle':>5}  layout"
         click.echo(head)
         for k, r in enumerate(rows, 1):
             line = (f"{k:>3} {r.step_time_s:>9.3f} {r.tokens_per_s_per_chip:>11,.0f} "
                     f"{100 * r.mfu:>6.1f} {r.memory_gib:>9.1f} ")
-            line += f"{r.time_to_train_s / DAY:>8.1f} " if n_tokens else ""
+            line += f"{r.time_to_train_s / DAY:>8.1f} {r.expected.expected_s / DAY:>8.1f} " if n_tokens else ""
             line += f"{r.idle_chips:>5}  {r.layout.describe()}"
             click.echo(line)
     else:
@@ -133,7 +133,8 @@ def _point_dict(p: capacity.PlanPoint) -> dict:
         d["reason"] = p.reason
         return d
     r = p.result.to_dict()
-    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "cost_usd", "chip_hours", "energy_kwh",
+    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "expected_time_to_train_days", "goodput",
+                                "cost_usd", "chip_hours", "energy_kwh",
                                 "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")})
     return d
 
@@ -143,7 +144,8 @@ def _point_line(p: capacity.PlanPoint) -> str:
         return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
     r = p.result
     cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
-    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} {cost:>16} {100 * r.mfu:>6.1f}  "
+    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} "
+            f"(with faults {r.expected.expected_s / DAY:.1f}) {cost:>16} {100 * r.mfu:>6.1f}  "
             f"{r.layout.describe()}")
 
 
@@ -237,6 +239,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, **kw):
     names = list(out)
     w = max(16, *(len(n) for n in names))
     rows = [("time to train", lambda r: f"{r.time_to_train_s / DAY:.1f} days"),
+            ("with faults", lambda r: f"{r.expected.expected_s / DAY:.1f} days ({100 * r.expected.goodput:.0f}%)"),
             ("MFU", lambda r: f"{100 * r.mfu:.1f} %"),
             ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
             ("energy kWh", lambda r: _na(r.energy_kwh, "no power", lambda v: f"{v:,.0f}")),

@@ -61,8 +61,12 @@ def train_report(r) -> str:
         g = r.expected
         if g is not None:
             out.append(f"  expected with faults    {fmt_duration(g.expected_s):>14}  (goodput {100 * g.goodput:.1f}%, "
-                       f"{g.interruptions:,.0f} interruptions, checkpoint every {fmt_duration(g.interval_s)}; "
-                       "`flopcast reliability` shows the assumptions)")
+                       f"{g.interruptions:,.0f} interruptions, checkpoint every {fmt_duration(g.interval_s)})")
+            a = g.assumptions
+            out.append(f"    assumptions: one interruption per {a.mtbf_chip_hours:,.0f} chip-hours (Llama 3 paper sec. 3.3.4), "
+                       f"checkpoint of {g.checkpoint_bytes / 1e12:.1f} TB to {a.storage or 'the default store'}, "
+                       f"restart {a.restart_s / 60:.0f} min + detection {a.detection_s / 60:.0f} min; "
+                       "`flopcast reliability` for the rest and a Monte-Carlo")
         out.append(f"  chip-hours              {r.chip_hours:14,.0f} chip-h")
         out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({s.chips_per_node} chips each)")
         missing = r.why_missing()
