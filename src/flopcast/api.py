@@ -283,7 +283,9 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
     space = layout_space(**layout)
     pinned = space.pinned()
-    free = [k for k in Layout.__dataclass_fields__ if k not in pinned]
+    free = [k for k in Layout.__dataclass_fields__ if k not in pinned and not (k == "ep" and not m.moe)]
+    if not m.moe:
+        space = replace(space, ep=(1,))
     degrees = [layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k)]
     if len(degrees) == 4 and math.prod(degrees) != chips or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees):
         raise FlopcastError(f"invalid layout: tp x pp x dp x cp equals the chips "
@@ -294,7 +296,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
             raise FlopcastError(f"invalid layout: tp x pp x cp = {layout['tp'] * layout['pp'] * cp} does not divide chips={chips}")
         space = replace(space, dp=(chips // (layout["tp"] * layout["pp"] * cp),), cp=space.cp or (1,))
         free.remove("dp")
-    if not free or set(free) <= {"ep"} and not m.moe:
+    if not free:
         lay = Layout(**{k: v[0] for k, v in space.pinned().items()})
         _scalar_rules(m, system, lay, chips)
         lb = LayoutBatch.of([lay])
