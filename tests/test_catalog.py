@@ -3,21 +3,15 @@
 import pytest
 
 from flopcast import catalog
+from flopcast.catalog.show import _flatten
 from flopcast.errors import FlopcastError
 from flopcast.units import GiB, parse
 
 
-def _numbers(d, prefix=""):
-    for k, v in d.items():
-        if k in ("sources", "notes", "aliases", "name", "source"):
-            continue
-        path = f"{prefix}{k}"
-        if isinstance(v, dict):
-            yield from _numbers(v, path + ".")
-        elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for item in v:
-                yield from _numbers({kk: vv for kk, vv in item.items() if kk != "name"}, f"{path}.{item.get('name')}.")
-        elif isinstance(v, (int, float, str)) and not isinstance(v, bool):
+def _numbers(entry):
+    """Every scalar field of an entry, by the dotted path `flopcast catalog NAME` shows."""
+    for path, v in _flatten(entry):
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
             yield path, v
 
 

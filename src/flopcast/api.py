@@ -237,10 +237,6 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
     raise FlopcastError(f"invalid layout: {rule} ({detail})")
 
 
-def evaluate_layouts(model: Model, system: System, layouts: list[Layout], cal: Calibration) -> dict:
-    return training.evaluate(model, system, LayoutBatch.of(layouts), cal)
-
-
 def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: Calibration, tokens=None,
                 layout_source="given", chosen=(), notes=(), summary=None) -> TrainResult:
     layout = lb.layout(i)

@@ -128,23 +128,16 @@ def catalog_cmd(name, as_json):
         click.echo(show.listing() if not as_json else _json(show.listing_json()))
 
 
-def _register_optional():
-    """Commands that live in their own modules."""
-    import importlib
+def _register_commands():
+    """Commands that live in their own modules (imported last: they use this module's helpers)."""
+    from . import cli_plan, cli_reliability, cli_serving, cli_validate
 
-    for mod in ("flopcast.cli_plan", "flopcast.cli_validate", "flopcast.cli_serving", "flopcast.cli_reliability",
-                "flopcast.cli_report"):
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name == mod:
-                continue
-            raise
-        for command in getattr(module, "COMMANDS", []):
+    for module in (cli_plan, cli_validate, cli_serving, cli_reliability):
+        for command in module.COMMANDS:
             cli.add_command(command)
 
 
-_register_optional()
+_register_commands()
 
 
 def main(argv=None) -> int:

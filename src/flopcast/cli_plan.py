@@ -149,6 +149,13 @@ def _point_line(p: capacity.PlanPoint) -> str:
             f"{r.layout.describe()}")
 
 
+def _parsed(parser, text: str, option: str, example: str) -> float:
+    try:
+        return parser(text)
+    except ValueError:
+        raise FlopcastError(f"{option} {text!r}: write e.g. {example}") from None
+
+
 @click.command("plan")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="System to size (whole nodes of it).")
@@ -170,17 +177,11 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
     cal = catalog.calibration()
     t0 = time.perf_counter()
     if deadline:
-        try:
-            d = parse_duration(deadline)
-        except ValueError:
-            raise FlopcastError(f"--deadline {deadline!r}: write e.g. 30d, 12h or 90min") from None
+        d = _parsed(parse_duration, deadline, "--deadline", "30d, 12h or 90min")
         out = capacity.plan_deadline(m, system, n_tokens, d, cal, space)
         what = f"deadline {d / DAY:.1f} days"
     elif budget:
-        try:
-            b = parse_count(budget)
-        except ValueError:
-            raise FlopcastError(f"--budget {budget!r}: write dollars, e.g. 2.5M or 400000") from None
+        b = _parsed(parse_count, budget, "--budget", "dollars such as 2.5M or 400000")
         out = capacity.plan_budget(m, system, n_tokens, b, cal, space)
         what = f"budget ${b:,.0f}"
     else:

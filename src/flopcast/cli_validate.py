@@ -88,7 +88,7 @@ def validate(file, as_json, out, cross_validate):
         if as_json:
             click.echo(_json(result))
         else:
-            from .cli_serving import inference_validation_report  # noqa: F401 (defined by the serving module)
+            from .cli_serving import inference_validation_report
 
             click.echo(inference_validation_report(result))
         return

@@ -24,7 +24,6 @@ from ..model.workload import Mla, Mlp, Model, Moe
 from ..units import UnitError, parse
 
 DATA = Path(__file__).parent / "data"
-KINDS = ("model", "chip", "system")
 _FILES = {"model": "models.yaml", "chip": "chips.yaml", "system": "systems.yaml"}
 
 
@@ -65,9 +64,13 @@ def resolve_name(kind: str, name: str) -> str | None:
     return _aliases(kind).get(name.strip().lower())
 
 
+def close_matches(name: str, choices: list[str]) -> list[str]:
+    return difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=3, cutoff=0.5)
+
+
 def _unknown(kind: str, name: str) -> FlopcastError:
     choices = names(kind)
-    close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=3, cutoff=0.5)
+    close = close_matches(name, choices)
     hint = f"closest: {', '.join(close)}" if close else f"valid: {', '.join(choices)}"
     return FlopcastError(f"unknown {kind} {name!r}; {hint} (or pass a YAML/TOML file; `flopcast catalog` lists all)")
 

@@ -6,7 +6,7 @@ from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from ..units import GiB, fmt
-from . import load_chip, load_model, load_system, names, raw, resolve_name, sources
+from . import close_matches, load_chip, load_model, load_system, names, raw, resolve_name, sources
 
 
 def _model_row(key):
@@ -46,12 +46,7 @@ def _kind_of(name: str) -> str:
     for kind in ("model", "chip", "system"):
         if resolve_name(kind, name):
             return kind
-    from . import _unknown
-
-    all_names = names("model") + names("chip") + names("system")
-    import difflib
-
-    close = difflib.get_close_matches(name.lower(), all_names, n=3, cutoff=0.5)
+    close = close_matches(name, names("model") + names("chip") + names("system"))
     raise FlopcastError(f"no catalog entry {name!r}; " + (f"closest: {', '.join(close)}" if close else
                                                           "`flopcast catalog` lists them all"))
 

@@ -115,14 +115,3 @@ def p2p_time(nbytes, stride, system: System, calibration):
         done |= inside
     last = system.tiers[-1]
     return np.where(done, out, nbytes / tier_bandwidth(last, calibration) + last.latency)
-
-
-def outermost_tier(n, stride, system: System):
-    """Index of the outermost tier a group crosses (-1: a group of one crosses none)."""
-    members = _members(system, n, stride)
-    out = np.full(np.shape(members[0]), -1)
-    prev = np.ones_like(members[0])
-    for i, mem in enumerate(members):
-        out = np.where(mem > prev, i, out)
-        prev = mem
-    return out

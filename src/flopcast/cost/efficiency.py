@@ -6,7 +6,7 @@ The values flopcast ships live in catalog/data/calibration.yaml, written by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,6 @@ class Calibration:
     elementwise_traffic: float = 1.5  # HBM traffic of a layer's non-GEMM kernels relative to the minimal count
     step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
     provenance: dict = field(default_factory=dict, compare=False, hash=False)
-    priors: dict = field(default_factory=dict, compare=False, hash=False)  # family -> where its values come from
 
     def family(self, name: str) -> FamilyEfficiency:
         if name in self.families:
@@ -49,9 +48,6 @@ class Calibration:
             **{f.name: sum(getattr(v, f.name) for v in vals) / len(vals) for f in fields(FamilyEfficiency)}
         )
 
-    def is_calibrated(self, family: str) -> bool:
-        return family in self.families
-
     def basis(self, chip_id: str, family: str) -> str:
         """One line saying where a chip's efficiencies come from."""
         measured = self.provenance.get("rows_per_chip", {}).get(chip_id, 0)
@@ -67,9 +63,6 @@ class Calibration:
                     "peaks and bandwidths from its specifications")
         return (f"no measured {chip_id} runs and no calibrated relative: mean efficiencies of the calibrated "
                 "families, peaks and bandwidths from its specifications")
-
-    def with_(self, **kw) -> "Calibration":
-        return replace(self, **kw)
 
 
 # Chip families without measured runs borrow from their nearest architecture relative.

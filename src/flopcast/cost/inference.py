@@ -51,6 +51,11 @@ def _ggml(name, block_bytes, block_weights, note):
                         f"llama.cpp ggml-common.h {note}: {block_bytes} B per {block_weights} weights")
 
 
+def _mix(name: str, bits: float, what: str = "mix") -> WeightFormat:
+    """A llama.cpp quantization mix, at the file-average bits per weight its quantize README lists."""
+    return WeightFormat(name, bits, Dtype.INT8, Dtype.BF16, f"llama.cpp quantize README: {name.upper()} {bits} bpw ({what})")
+
+
 WEIGHT_FORMATS = {f.name: f for f in (
     WeightFormat("fp32", 32, Dtype.FP32, Dtype.FP32, "IEEE single"),
     WeightFormat("bf16", 16, Dtype.BF16, Dtype.BF16, "bfloat16"),
@@ -70,21 +75,13 @@ WEIGHT_FORMATS = {f.name: f for f in (
     _ggml("q5_k", 176, 256, "block_q5_K"),
     _ggml("q6_k", 210, 256, "block_q6_K {128 B ql; 64 B qh; 16 B scales; fp16 d}"),
     # mixes: llama.cpp examples/quantize README lists the file-average bits per weight
-    WeightFormat("q3_k_m", 3.91, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q3_K_M 3.91 bpw (mix)"),
-    WeightFormat("q4_k_m", 4.85, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q4_K_M 4.85 bpw (q4_K + q6_K mix)"),
-    WeightFormat("q5_k_m", 5.69, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q5_K_M 5.69 bpw (mix)"),
+    _mix("q3_k_s", 3.50), _mix("q3_k_m", 3.91), _mix("q3_k_l", 4.27), _mix("q4_k_s", 4.58),
+    _mix("q4_k_m", 4.85, "q4_K + q6_K"), _mix("q5_k_s", 5.54), _mix("q5_k_m", 5.69),
+    WeightFormat("iq4_xs", 4.25, Dtype.INT8, Dtype.BF16, "llama.cpp block_iq4_xs: 136 B per 256 weights"),
+    WeightFormat("mxfp4", 4.25, Dtype.BF16, Dtype.BF16, "OCP MX FP4: 4-bit elements + one 8-bit scale per 32"),
 )}
 KV_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
-
-WEIGHT_FORMATS.update({f.name: f for f in (
-    WeightFormat("q3_k_s", 3.50, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q3_K_S 3.50 bpw"),
-    WeightFormat("q3_k_l", 4.27, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q3_K_L 4.27 bpw"),
-    WeightFormat("q4_k_s", 4.58, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q4_K_S 4.58 bpw"),
-    WeightFormat("q5_k_s", 5.54, Dtype.INT8, Dtype.BF16, "llama.cpp quantize README: Q5_K_S 5.54 bpw"),
-    WeightFormat("iq4_xs", 4.25, Dtype.INT8, Dtype.BF16, "llama.cpp block_iq4_xs: 136 B per 256 weights"),
-    WeightFormat("mxfp4", 4.25, Dtype.BF16, Dtype.BF16, "OCP MX FP4: 4-bit elements + one 8-bit scale per 32"),
-)})
 # other spellings of the same storage (repacked llama.cpp layouts keep the bytes of their base format)
 WEIGHT_ALIASES = {"q4_0_4_4": "q4_0", "q4_0_4_8": "q4_0", "q4_0_8_8": "q4_0", "f16": "fp16", "bfloat16": "bf16",
                   "f32": "fp32", "w8a8": "int8", "int8-w8a8": "int8", "w8a16": "int8", "gptq-int4": "int4",

@@ -9,7 +9,7 @@ then pp outermost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from enum import IntEnum
 
 import numpy as np
@@ -107,9 +107,6 @@ class Layout:
                 v.label if isinstance(v, Dtype) else v
             )
         return out
-
-    def with_(self, **kw) -> "Layout":
-        return replace(self, **kw)
 
 
 LAYOUT_FIELDS = tuple(f.name for f in fields(Layout))

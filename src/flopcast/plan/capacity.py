@@ -81,6 +81,17 @@ class _Sizer:
         return [self.cache[n] for n in sorted(self.cache)]
 
 
+def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:
+    """Narrow integers lo < hi, where stays_low(lo) holds and stays_low(hi) does not, until adjacent."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if stays_low(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
 def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float, cal: Calibration,
                   space: search_mod.SearchSpace = search_mod.SearchSpace()) -> PlanOutcome:
     """Smallest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s`."""
@@ -107,12 +118,7 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
             f"{deadline_s / 86400:.1f} days; the fastest searched ({best.chips:,} chips) takes "
             f"{best.time_to_train_s / 86400:.1f} days")
     # bisection between lo (misses) and hi (meets)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
+    lo, hi = _bisect(lo, hi, lambda n: not meets(n))
     # time is not strictly monotonic in cluster size; make sure one node fewer misses
     while hi > 1 and meets(hi - 1):
         hi -= 1
@@ -148,12 +154,7 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
         raise FlopcastError(f"no {system.id} cluster trains {tokens:.3g} tokens of {model.label} for "
                             f"${budget_usd:,.0f}; the cheapest searched ({c.chips:,} chips) costs ${c.cost_usd:,.0f}")
     if hi is not None:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if within(mid):
-                lo = mid
-            else:
-                hi = mid
+        lo, hi = _bisect(lo, hi, within)
     ok = [p for p in size.points() if p.result is not None and p.cost_usd <= budget_usd]
     best = min(ok, key=lambda p: (p.time_to_train_s, p.nodes))
     return PlanOutcome("budget", best, size.points(), target=budget_usd, searches=len(size.cache))

@@ -121,7 +121,8 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
             # expert parallelism lives inside data parallelism: only degrees dividing dp are candidates
             eps = [e for e in ep_c if dp % e == 0] if model.moe and not space.ep else list(ep_c)
             if len(eps) < len(ep_c):
-                n_other = len(vp_c) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c) * len(sc_c)  # as counted before pairing
+                # each dropped ep stands for every combination of the remaining choices
+                n_other = len(vp_c) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c) * len(sc_c)
                 skipped = (len(ep_c) - len(eps)) * n_other
                 considered += skipped
                 key = "ep is 1 for dense models and divides the experts and dp"
@@ -190,13 +191,13 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         if newly.any():
             rejected[name] = rejected.get(name, 0) + int(newly.sum())
         ok &= passed
-    try:
-        for d in np.unique(lb.dtype):
+    for d in np.unique(lb.dtype):
+        try:
             system.chip.peak(Dtype(int(d)))
-    except FlopcastError:
-        bad = ok & (lb.dtype == d)
-        rejected[f"chip has no {Dtype(int(d)).label} peak"] = int(bad.sum())
-        ok &= ~bad
+        except FlopcastError:
+            bad = ok & (lb.dtype == d)
+            rejected[f"chip has no {Dtype(int(d)).label} peak"] = int(bad.sum())
+            ok &= ~bad
     lb = lb.take(np.nonzero(ok)[0])
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)

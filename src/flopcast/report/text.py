@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import DAY, GiB, fmt, fmt_duration
+from ..units import DAY, GiB, fmt_duration
 
 DEFINITIONS = (
     "MFU = model FLOPs (6N + 12LHQT per token, PaLM App. B) per second / (chips x dense peak of the compute dtype); "
@@ -94,10 +94,3 @@ def catalog_list(models, chips, systems) -> str:
     out.append(table(systems, ["id", "chip", "chips/node", "scale-out/chip", "max chips", "price"], {2, 3, 4, 5}))
     return "\n".join(out)
 
-
-def fmt_bytes(b: float) -> str:
-    return f"{b / GiB:.1f} GiB"
-
-
-def fmt_rate(x: float, unit: str) -> str:
-    return fmt(x, unit)

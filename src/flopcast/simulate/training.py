@@ -32,9 +32,6 @@ GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allred
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
 
-TIME_KEYS = ("compute", "recompute", "comm/tp", "comm/cp", "comm/ep", "comm/pp", "comm/dp",
-             "bubble", "imbalance", "optimizer", "overhead")
-MEMORY_KEYS = ("weights", "grads", "optimizer", "activations", "other")
 
 
 def _peaks(chip, dtypes: np.ndarray):
@@ -76,9 +73,9 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     bwd = np.zeros_like(T)
     flops = np.zeros_like(T)
 
-    def gemm(mm, nn, kk, count=1.0):
+    def gemm(mm, nn, kk, count=1.0, efficiency_scale=1.0):
         nonlocal fwd, bwd, flops
-        f, bk, fl = compute.gemm_fwd_bwd_time(mm, nn, kk, **kw)
+        f, bk, fl = compute.gemm_fwd_bwd_time(mm, nn, kk, **dict(kw, efficiency=kw["efficiency"] * efficiency_scale))
         fwd = fwd + count * f
         bwd = bwd + count * bk
         flops = flops + count * fl
@@ -111,11 +108,8 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
         gemm(T, e.experts, h)  # router
         tokens_per_expert = T * e.topk * ep / e.experts
         up = e.expert_ffn * (2 if model.mlp == Mlp.SWIGLU else 1)
-        kw_dense = kw
-        kw = dict(kw, efficiency=kw["efficiency"] * cal.grouped_gemm)
-        gemm(tokens_per_expert, up / tp, h, count=e.experts / ep)
-        gemm(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep)
-        kw = kw_dense
+        gemm(tokens_per_expert, up / tp, h, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
+        gemm(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
         shared = e.shared_ffn or e.shared_experts * e.expert_ffn
         if shared:
             gemm(T, shared * (2 if model.mlp == Mlp.SWIGLU else 1) / tp, h)

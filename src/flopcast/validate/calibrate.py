@@ -153,7 +153,7 @@ def provenance(path, cases, info) -> dict:
 
 def calibration_dict(cal: Calibration, prov: dict) -> dict:
     glob = {f.name: getattr(cal, f.name) for f in fields(Calibration)
-            if f.name not in ("families", "provenance", "priors")}
+            if f.name not in ("families", "provenance")}
     return {
         "provenance": prov,
         "families": {k: {f.name: round(getattr(v, f.name), 4) for f in fields(FamilyEfficiency)}

@@ -84,18 +84,18 @@ def _float(v):
 
 def _catalog_model(row: dict) -> Model | None:
     """The catalog entry named like the row whose dimensions agree with the row's stated ones."""
-    for kind_name in (row["model"],):
-        key = catalog.resolve_name("model", kind_name)
-        candidates = [key] if key else []
-        # aliases may be shared by entries of different sources: check every entry naming this alias
-        for k, e in catalog.raw("model").items():
-            if row["model"].strip().lower() in [str(a).lower() for a in e.get("aliases") or []] and k not in candidates:
-                candidates.append(k)
-        for k in candidates:
-            m = catalog.load_model(k)
-            dims = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads}
-            if all(_int(row.get(d)) in (None, v) for d, v in dims.items()):
-                return m
+    name = row["model"].strip().lower()
+    key = catalog.resolve_name("model", name)
+    candidates = [key] if key else []
+    # an alias may be shared by entries of different sources: check every entry naming it
+    for k, e in catalog.raw("model").items():
+        if name in [str(a).lower() for a in e.get("aliases") or []] and k not in candidates:
+            candidates.append(k)
+    for k in candidates:
+        m = catalog.load_model(k)
+        dims = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads}
+        if all(_int(row.get(d)) in (None, v) for d, v in dims.items()):
+            return m
     return None
 
 
