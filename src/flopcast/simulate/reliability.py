@@ -268,11 +268,7 @@ class _Trial:
 def simulate_engine(ideal_time_s: float, chips: int, checkpoint_bytes: float,
                     assumptions: GoodputAssumptions | None = None, trials: int = 100, seed: int = 0) -> SimResult:
     """The reference path: each trial on its own discrete-event engine (simulate/events.py)."""
-    _check(trials, seed)
-    a = assumptions or GoodputAssumptions()
-    p = _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a)
-    started = _time.perf_counter()
-    streams = _streams(p, a, chips, trials, seed)
+    a, p, started, streams = _prepare(ideal_time_s, chips, checkpoint_bytes, assumptions, trials, seed)
     out = []
     for stream in streams:
         eng = Engine(seed)  # the trial's randomness comes from its stream; the engine's rng is unused
@@ -290,6 +286,14 @@ def simulate_engine(ideal_time_s: float, chips: int, checkpoint_bytes: float,
                      float(p.interval_s), int(seed), int(sum(t.events for t in out)), elapsed)
 
 
+def _prepare(ideal_time_s, chips, checkpoint_bytes, assumptions, trials, seed):
+    """Checked inputs, the run's plan, the start time and one failure stream per trial."""
+    _check(trials, seed)
+    a = assumptions or GoodputAssumptions()
+    p = _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a)
+    return a, p, _time.perf_counter(), _streams(p, a, chips, trials, seed)
+
+
 def _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a) -> Plan:
     p = plan(float(ideal_time_s), int(chips), float(checkpoint_bytes), a)
     return Plan(*(float(v) for v in (p.work_s, p.rate, p.interval_s, p.block_s, p.lag_s, p.write_s,
@@ -301,11 +305,7 @@ def _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a) -> Plan:
 def simulate(ideal_time_s: float, chips: int, checkpoint_bytes: float,
              assumptions: GoodputAssumptions | None = None, trials: int = 1000, seed: int = 0) -> SimResult:
     """All trials at once: each step handles the next event of every unfinished trial."""
-    _check(trials, seed)
-    a = assumptions or GoodputAssumptions()
-    p = _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a)
-    started = _time.perf_counter()
-    streams = _streams(p, a, chips, trials, seed)
+    a, p, started, streams = _prepare(ideal_time_s, chips, checkpoint_bytes, assumptions, trials, seed)
     ft = np.stack([s.next_chunk() for s in streams])  # (trials, K) failure times
     rows = np.arange(trials)
     fi = np.zeros(trials, dtype=np.int64)
