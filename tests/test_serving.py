@@ -123,3 +123,40 @@ def test_cli_infer_and_serve():
     assert r.exit_code == 0 and '"slo_attainment"' in r.output
     r = run(group, ["serve", "llama3-8b", "--hardware", "p5.48xlarge", "--qps", "5", "--scheduler", "fifo"])
     assert isinstance(r.exception, FlopcastError) and "--scheduler" in str(r.exception)
+
+
+def test_capacity_is_sustainable_under_lenient_slos(h100):
+    """With SLOs a finite burst could meet, capacity still stops where the backlog grows."""
+    cfg = S.ServingConfig(slo_ttft_s=30.0, slo_tpot_s=1.0)
+    q, r = S.find_capacity(h100, cfg, requests=100, iterations=6, max_requests=20_000)
+    assert 0 < q < 1e5
+    # at the capacity the replica keeps up: completions per second match arrivals per second
+    assert r.throughput_requests_per_s > 0.8 * r.arrival_rate_per_s
+
+
+def test_compare_serving_cli_ranks_by_cost(capsys):
+    import json
+
+    from flopcast.cli import main
+
+    rc = main(["compare", "llama3-8b", "--hardware", "c7g.16xlarge,p5.48xlarge", "--serve", "--chips", "1",
+               "--requests", "60", "--slo-ttft", "20s", "--slo-tpot", "1s", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"] == "serve"
+    systems = out["systems"]
+    assert set(systems) == {"c7g.16xlarge", "p5.48xlarge"}
+    for v in systems.values():
+        assert v["capacity_qps"] > 0 and v["slo_attainment"] >= 0.9
+        assert v["cost_per_million_output_tokens_usd"] > 0
+    # one H100 out-serves one Graviton3 socket on an 8B model
+    assert systems["p5.48xlarge"]["capacity_qps"] > systems["c7g.16xlarge"]["capacity_qps"]
+
+
+def test_compare_serving_rejects_training_options(capsys):
+    from flopcast.cli import main
+
+    assert main(["compare", "llama3-8b", "--hardware", "p5.48xlarge", "--serve", "--pp", "2"]) == 2
+    assert "--pp" in capsys.readouterr().err
+    assert main(["compare", "llama3-8b", "--hardware", "p5.48xlarge", "--weights", "q4_0", "--chips", "8"]) == 2
+    assert main(["compare", "llama3-8b", "--hardware", "p5.48xlarge", "--serve", "--weights", "q9_9"]) == 2

@@ -216,23 +216,50 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.command("compare")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
-@click.option("--chips", "-n", type=int, required=True, help="Chips on each system.")
+@click.option("--chips", "-n", type=int, default=None,
+              help="Chips on each system (required for training; serving defaults to one instance).")
 @click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
 @_layout_options
+@click.option("--serve", "serving", is_flag=True,
+              help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
+@click.option("--qps", type=float, default=None, help="Serving: simulate this request rate instead of finding each capacity.")
+@click.option("--input-tokens", default="512", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--output-tokens", default="128", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--weights", default=None, help="Serving: bf16, fp8, int8, q4_0, q8_0, ... (default bf16 on accelerators, q4_0 on CPUs).")
+@click.option("--kv-dtype", default=None, help="Serving: KV-cache type (bf16, fp16, fp8, int8, q8_0, q4_0).")
+@click.option("--scheduler", default="continuous", show_default=True, help="Serving: static | continuous | chunked-prefill.")
+@click.option("--slo-ttft", default="1s", show_default=True, help="Serving: time-to-first-token target.")
+@click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
+@click.option("--requests", "n_requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
-def compare(model, hardware, chips, tokens, as_json, seq_len, **kw):
-    """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost."""
+def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, input_tokens, output_tokens, weights,
+            kv_dtype, scheduler, slo_ttft, slo_tpot, n_requests, seed, **kw):
+    """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
+
+    With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
+    (e.g. flopcast compare llama3-8b -H c7g.16xlarge,c8g.16xlarge,inf2.48xlarge,p5.48xlarge --serve)."""
     cli = _cli()
-    if chips < 1:
-        raise FlopcastError(f"--chips must be a positive integer, got {chips}")
-    m = api.resolve_model(model, seq_len)
     systems = [api.resolve_system(h.strip()) for h in hardware.split(",") if h.strip()]
     if not systems:
         raise FlopcastError("--hardware: name at least one system")
+    if serving:
+        _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
+                         slo_ttft, slo_tpot, n_requests, seed, as_json)
+        return
+    serving_only = {"--weights": weights, "--kv-dtype": kv_dtype, "--qps": qps}
+    given = [k for k, v in serving_only.items() if v is not None]
+    if given:
+        raise FlopcastError(f"{', '.join(given)} apply to serving; add --serve, or leave them out to compare training")
+    if chips is None:
+        raise FlopcastError("--chips is required to compare training (the chips on each system)")
+    if chips < 1:
+        raise FlopcastError(f"--chips must be a positive integer, got {chips}")
+    m = api.resolve_model(model, seq_len)
     n_tokens = cli._tokens(tokens, m)
     out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw))
     if as_json:
-        click.echo(cli._json({"model": m.label, "chips": chips, "tokens": n_tokens,
+        click.echo(cli._json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
                               "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
                                           for k, v in out.items()}}))
         return
@@ -263,6 +290,71 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, **kw):
             for k, why in v.why_missing().items():
                 if k in ("energy", "cost"):
                     click.echo(f"{n}: {k} n/a: {why}")
+
+
+def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
+                     slo_ttft, slo_tpot, n_requests, seed, as_json):
+    from .cli_serving import _seconds
+    from .simulate import serving as S
+
+    layout = {k: v for k, v in _cli()._layout(kw).items() if k != "tp"}
+    if layout:
+        raise FlopcastError(f"{', '.join('--' + k.replace('_', '-') for k in layout)} describe a training layout; "
+                            "with --serve only --chips, --tp, --weights and --kv-dtype set the deployment")
+    if qps is not None and not qps > 0:
+        raise FlopcastError(f"--qps must be a positive request rate, got {qps}")
+    if n_requests < 10:
+        raise FlopcastError(f"--requests must be at least 10, got {n_requests}")
+    m = catalog.load_model(model)
+    cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"),
+                          slo_ttft_s=_seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=_seconds(slo_tpot, "--slo-tpot"))
+    progress = None if as_json else (lambda name: click.echo(f"  simulating {name} ...", err=True))
+    out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights, kv_dtype=kv_dtype,
+                                   qps=qps, requests=n_requests, input_tokens=input_tokens,
+                                   output_tokens=output_tokens, seed=seed, progress=progress)
+    head = {"workload": "serve", "model": m.label, "scheduler": cfg.scheduler.value, "slo_ttft_s": cfg.slo_ttft_s,
+            "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "input_tokens": input_tokens,
+            "output_tokens": output_tokens}
+    if as_json:
+        click.echo(_cli()._json({**head, "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
+                                                     for k, v in out.items()}}))
+        return
+    load = (f"each at its capacity (highest request rate with >= 90% of requests meeting TTFT <= "
+            f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)" if qps is None
+            else f"at {qps:g} requests/s")
+    click.echo(f"{m.label} served, {input_tokens} input / {output_tokens} output tokens, "
+               f"{cfg.scheduler.value} batching, {load}")
+    ok = {k: v for k, v in out.items() if not isinstance(v, str)}
+    priced = [k for k, v in ok.items() if v.result.cost_per_million_output_tokens_usd is not None]
+    best = min(priced, key=lambda k: ok[k].result.cost_per_million_output_tokens_usd) if priced else None
+    names = list(out)
+    w = max(16, *(len(n) for n in names))
+
+    def cell(name, f):
+        v = out[name]
+        return "n/a" if isinstance(v, str) else f(v)
+
+    rows = [("deployment", lambda p: f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"),
+            ("requests/s", lambda p: f"{p.qps:.3g}"),
+            ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
+            ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None else "n/a"),
+            ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None else "n/a"),
+            ("SLO met", lambda p: f"{100 * p.result.slo_attainment:.0f} %"),
+            ("price/hour", lambda p: _na(p.deployment.price_per_hour, "no price", lambda v: f"${v:.2f}")),
+            ("$/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price", lambda v: f"${v:.3f}")),
+            ("$/M tokens", lambda p: _na(p.result.cost_per_million_tokens_usd, "no price", lambda v: f"${v:.4f}"))]
+    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
+    for label, f in rows:
+        click.echo(f"{label:<14} " + " ".join(f"{cell(n, f)[:w]:>{w}}" for n in names))
+    for n, v in out.items():
+        if isinstance(v, str):
+            click.echo(f"{n}: {v}")
+    if best is not None:
+        click.echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
+                   "per million output tokens)")
+    for n, v in ok.items():
+        for note in v.deployment.assumptions:
+            click.echo(f"{n}: {note}")
 
 
 COMMANDS = [search, plan, compare]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
+from ..units import GiB
 from ..model.system import System
 from ..model.workload import Model
 from . import search as search_mod
@@ -210,4 +211,76 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
         i = int(s.order[0])
         out[system.id] = api.result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
                                          summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
+    return out
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """One system serving one model at the SLOs: its capacity and what a token costs there."""
+
+    system: System
+    deployment: object  # cost.inference.Deployment
+    qps: float  # the load simulated: capacity at the SLOs, or the user's rate
+    capacity: bool  # qps was found by find_capacity
+    result: object  # simulate.serving.ServingResult at qps
+
+    def to_dict(self) -> dict:
+        d = self.deployment
+        out = {"system": self.system.id, "chips": d.tp * d.replicas, "tp": d.tp, "replicas": d.replicas,
+               "threads": d.threads or None, "weights": d.weights.name, "engine_family": d.family,
+               "price_per_hour_usd": d.price_per_hour,
+               ("capacity_qps" if self.capacity else "qps"): self.qps}
+        out.update(self.result.to_dict())
+        return out
+
+
+def compare_serving(model: Model, systems: list[System], config, *, chips: int | None = None, tp: int | None = None,
+                    weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
+                    requests: int = 400, input_tokens="512", output_tokens="128", seed: int = 0,
+                    progress=None) -> dict:
+    """Serve `model` on each system at the same SLOs: {system id: ServingPoint, or a string saying why not}.
+
+    Without `qps`, each system runs at its capacity: the highest Poisson request rate at which 90% of
+    requests meet both SLOs (goodput as in DistServe, Zhong et al. 2024); its cost per million output
+    tokens is the instance price over the output tokens it delivers at that rate."""
+    import numpy as np
+
+    from ..cost import inference as inf
+    from ..simulate import serving as S
+
+    if weights is not None:
+        inf.weight_format(weights)  # a misspelt format is the user's error, not one system's
+    if kv_dtype is not None:
+        inf.kv_element_bytes(kv_dtype)
+    out = {}
+    for system in systems:
+        if progress:
+            progress(system.id)
+        try:
+            d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype)
+        except FlopcastError as exc:
+            out[system.id] = str(exc)
+            continue
+        rng = np.random.default_rng(seed)
+        n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
+        n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
+        one = inf.predict(d, 1, n_in, n_out)
+        if not one.fits:
+            mem = one.memory_bytes
+            out[system.id] = (f"does not fit: weights {mem['weights'] / GiB:.1f} GiB plus one {n_in + n_out}-token "
+                              f"sequence exceed the {one.memory_capacity_bytes / GiB:.1f} GiB of a replica")
+            continue
+        if qps is None:
+            q, res = S.find_capacity(d, config, requests=requests, input_tokens=input_tokens,
+                                     output_tokens=output_tokens, seed=seed)
+            if res is None:
+                out[system.id] = (f"misses the SLOs even unloaded: one request alone has TTFT {one.ttft_s * 1e3:,.0f} ms "
+                                  f"and TPOT {one.tpot_s * 1e3:,.1f} ms (targets {config.slo_ttft_s * 1e3:,.0f} ms, "
+                                  f"{config.slo_tpot_s * 1e3:,.1f} ms)")
+                continue
+            out[system.id] = ServingPoint(system, d, q, True, res)
+        else:
+            reqs = S.poisson_requests(qps, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
+                                      output_tokens=output_tokens)
+            out[system.id] = ServingPoint(system, d, qps, False, S.simulate(d, reqs, config, seed=seed))
     return out

@@ -522,14 +522,27 @@ def _result(d, reqs, config, first, done, rejected, reps, state, eng, events) ->
         mean_e2e_s=float(e2e.mean()) if len(e2e) else 0.0, events=tuple(events))
 
 
+# Arrivals of a capacity run span this many SLO horizons (see find_capacity).
+SPAN_HORIZONS = 4.0
+
+
 def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
-                  output_tokens="128", seed: int = 0, attainment: float = 0.9, iterations: int = 12):
+                  output_tokens="128", seed: int = 0, attainment: float = 0.9, iterations: int = 12,
+                  max_requests: int = 50_000):
     """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
 
-    Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). Returns (qps, result at that qps)."""
+    Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica
+    cannot sustain may still meet lenient SLOs (its burst drains before the targets expire), so each
+    run lasts at least SPAN_HORIZONS x (TTFT target + median output x TPOT target) of arrivals, up to
+    `max_requests`: a sustained overload then builds a backlog that breaks the TTFT target.
+    Returns (qps, result at that qps); (0, None) when no rate meets the SLOs."""
+    out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
+    horizon = SPAN_HORIZONS * (config.slo_ttft_s + out_median * config.slo_tpot_s)
+
     def run(q):
         rng = np.random.default_rng(seed)
-        reqs = poisson_requests(q, rng, n=requests, input_tokens=input_tokens, output_tokens=output_tokens)
+        n = int(min(max(requests, math.ceil(q * horizon)), max(requests, max_requests)))
+        reqs = poisson_requests(q, rng, n=n, input_tokens=input_tokens, output_tokens=output_tokens)
         return simulate(d, reqs, config, seed=seed, cost=cost)
 
     cost = IterationCost.of(d, max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED
