@@ -258,11 +258,12 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | None = None,
-          objective: str = "throughput", **layout) -> TrainResult:
+          objective: str = "throughput", progress=None, **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
     sequence_parallel, dtype, schedule (enum members or their names).
+    progress: a flopcast.progress.Progress that counts the searched candidates (optional).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -298,11 +299,11 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress)
 
 
-def _searched(m, system, chips, cal, space, free, tokens, objective) -> TrainResult:
-    out = search_mod.search(m, system, chips, cal, space, objective=objective)
+def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None) -> TrainResult:
+    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress)
     if out.n_fit == 0:
         reasons = "; ".join(f"{k}: {v}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
         if out.batch.size and out.results:

@@ -10,6 +10,7 @@ import click
 
 from . import api, catalog
 from .errors import FlopcastError
+from .progress import Progress
 from .units import GiB, fmt, parse_count
 
 
@@ -106,7 +107,9 @@ def train(model, hardware, chips, tokens, objective, as_json, seq_len, **kw):
     """
     default_scenario = tokens is None and model == api.DEFAULT_MODEL and hardware == api.DEFAULT_SYSTEM
     n_tokens = _tokens(tokens, model) if tokens else (api.default_tokens(api.resolve_model(model)) if default_scenario else None)
-    r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, **_layout(kw))
+    with Progress("searching layouts", enabled=not as_json) as bar:
+        r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
+                      **_layout(kw))
     if as_json:
         click.echo(_json(r.to_dict()))
     else:

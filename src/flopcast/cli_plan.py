@@ -10,10 +10,8 @@ from . import api, catalog
 from .errors import FlopcastError
 from .plan import capacity
 from .plan import search as search_mod
+from .progress import Progress
 from .units import DAY, GiB, parse_count, parse_duration
-
-PROGRESS_ABOVE = 1_000_000
-
 
 def _cli():
     from . import cli  # imported here: flopcast.cli imports this module while it loads
@@ -85,14 +83,8 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     n_tokens = cli._tokens(tokens, m) if tokens else None
     cal = catalog.calibration()
     t0 = time.perf_counter()
-    _, _, expected = search_mod.candidates(m, system, chips, space, allow_idle=not no_idle)
-    if expected > PROGRESS_ABOVE and not as_json:
-        with click.progressbar(length=expected, label="searching", file=click.get_text_stream("stderr")) as bar:
-            out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle,
-                                    progress=bar.update)
-            bar.update(max(0, expected - bar.pos))
-    else:
-        out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle)
+    with Progress("searching layouts", enabled=not as_json) as bar:
+        out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle, progress=bar)
     wall = time.perf_counter() - t0
     rows = [api.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
             for i in out.order[:top]]
@@ -176,17 +168,18 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
     space = _space(kw)
     cal = catalog.calibration()
     t0 = time.perf_counter()
-    if deadline:
-        d = _parsed(parse_duration, deadline, "--deadline", "30d, 12h or 90min")
-        out = capacity.plan_deadline(m, system, n_tokens, d, cal, space)
-        what = f"deadline {d / DAY:.1f} days"
-    elif budget:
-        b = _parsed(parse_count, budget, "--budget", "dollars such as 2.5M or 400000")
-        out = capacity.plan_budget(m, system, n_tokens, b, cal, space)
-        what = f"budget ${b:,.0f}"
-    else:
-        out = capacity.pareto(m, system, n_tokens, cal, space)
-        what = "pareto frontier"
+    with Progress("planning", enabled=not as_json) as bar:
+        if deadline:
+            d = _parsed(parse_duration, deadline, "--deadline", "30d, 12h or 90min")
+            out = capacity.plan_deadline(m, system, n_tokens, d, cal, space, progress=bar)
+            what = f"deadline {d / DAY:.1f} days"
+        elif budget:
+            b = _parsed(parse_count, budget, "--budget", "dollars such as 2.5M or 400000")
+            out = capacity.plan_budget(m, system, n_tokens, b, cal, space, progress=bar)
+            what = f"budget ${b:,.0f}"
+        else:
+            out = capacity.pareto(m, system, n_tokens, cal, space, progress=bar)
+            what = "pareto frontier"
     wall = time.perf_counter() - t0
     if as_json:
         click.echo(cli._json({
@@ -257,7 +250,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
         raise FlopcastError(f"--chips must be a positive integer, got {chips}")
     m = api.resolve_model(model, seq_len)
     n_tokens = cli._tokens(tokens, m)
-    out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw))
+    with Progress("comparing systems", enabled=not as_json) as bar:
+        out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw), progress=bar)
     if as_json:
         click.echo(cli._json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
                               "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
@@ -308,10 +302,10 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
     m = catalog.load_model(model)
     cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"),
                           slo_ttft_s=_seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=_seconds(slo_tpot, "--slo-tpot"))
-    progress = None if as_json else (lambda name: click.echo(f"  simulating {name} ...", err=True))
-    out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights, kv_dtype=kv_dtype,
-                                   qps=qps, requests=n_requests, input_tokens=input_tokens,
-                                   output_tokens=output_tokens, seed=seed, progress=progress)
+    with Progress("simulating serving", unit="systems", enabled=not as_json) as bar:
+        out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights,
+                                       kv_dtype=kv_dtype, qps=qps, requests=n_requests, input_tokens=input_tokens,
+                                       output_tokens=output_tokens, seed=seed, progress=bar)
     head = {"workload": "serve", "model": m.label, "scheduler": cfg.scheduler.value, "slo_ttft_s": cfg.slo_ttft_s,
             "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "input_tokens": input_tokens,
             "output_tokens": output_tokens}

@@ -49,13 +49,14 @@ class PlanOutcome:
 class _Sizer:
     """Best layout per node count, cached."""
 
-    def __init__(self, model, system, tokens, cal, space):
+    def __init__(self, model, system, tokens, cal, space, progress=None):
         if tokens is None or tokens <= 0:
             raise FlopcastError(f"--tokens must be positive, got {tokens}")
         self.model, self.system, self.tokens, self.cal, self.space = model, system, float(tokens), cal, space
         self.node = system.chips_per_node
         self.max_nodes = max(1, system.max_chips // self.node)
         self.cache: dict[int, PlanPoint] = {}
+        self.progress = progress
 
     def __call__(self, nodes: int) -> PlanPoint:
         if nodes not in self.cache:
@@ -66,7 +67,10 @@ class _Sizer:
         from .. import api
 
         chips = nodes * self.node
-        out = search_mod.search(self.model, self.system, chips, self.cal, self.space, objective="throughput")
+        if self.progress is not None:
+            self.progress.note(f"searching {nodes:,} nodes ({len(self.cache) + 1} sizes so far)")
+        out = search_mod.search(self.model, self.system, chips, self.cal, self.space, objective="throughput",
+                                progress=self.progress)
         if out.n_fit == 0:
             reasons = "; ".join(f"{k}: {v}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
             return PlanPoint(nodes, chips, None, f"no layout fits ({reasons or 'no candidates'})")
@@ -94,11 +98,11 @@ def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:
 
 
 def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float, cal: Calibration,
-                  space: search_mod.SearchSpace = search_mod.SearchSpace()) -> PlanOutcome:
+                  space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> PlanOutcome:
     """Smallest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s`."""
     if not deadline_s or deadline_s <= 0:
         raise FlopcastError(f"--deadline must be positive, got {deadline_s}")
-    size = _Sizer(model, system, tokens, cal, space)
+    size = _Sizer(model, system, tokens, cal, space, progress)
     meets = lambda n: size(n).time_to_train_s <= deadline_s
     # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
     lo, hi, n = 0, None, 1
@@ -127,14 +131,14 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
 
 
 def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, cal: Calibration,
-                space: search_mod.SearchSpace = search_mod.SearchSpace()) -> PlanOutcome:
+                space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> PlanOutcome:
     """Fastest cluster (whole nodes) whose training run costs at most `budget_usd`."""
     if system.price_per_hour is None:
         raise FlopcastError(f"{system.id} has no known price ({system.notes.get('price_per_hour', 'not published')}); "
                             f"--budget needs one: use --deadline, or a system with a price")
     if not budget_usd or budget_usd <= 0:
         raise FlopcastError(f"--budget must be positive, got {budget_usd}")
-    size = _Sizer(model, system, tokens, cal, space)
+    size = _Sizer(model, system, tokens, cal, space, progress)
     within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
     # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
     lo, hi, n = None, None, 1
@@ -172,13 +176,13 @@ def _sizes(max_nodes: int) -> list[int]:
 
 
 def pareto(model: Model, system: System, tokens: float, cal: Calibration,
-           space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None) -> PlanOutcome:
+           space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None, progress=None) -> PlanOutcome:
     """Frontier of (chips, time to train, cost) over cluster sizes (powers of two nodes by default).
 
     A size is on the frontier when no other size is both at least as fast and at least as cheap
     (cost in USD when the system has a price, chip-hours otherwise), one of them strictly.
     """
-    size = _Sizer(model, system, tokens, cal, space)
+    size = _Sizer(model, system, tokens, cal, space, progress)
     nodes = sorted({int(n) for n in sizes}) if sizes else _sizes(size.max_nodes)
     if any(n < 1 or n > size.max_nodes for n in nodes):
         raise FlopcastError(f"cluster sizes must be 1..{size.max_nodes} nodes of {system.id}")
@@ -194,7 +198,7 @@ def pareto(model: Model, system: System, tokens: float, cal: Calibration,
 
 
 def compare(model: Model, systems: list[System], chips: int, tokens: float | None, cal: Calibration,
-            space: search_mod.SearchSpace = search_mod.SearchSpace()) -> dict:
+            space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> dict:
     """Best layout of each system on `chips` chips: {system id: TrainResult, or a string saying why not}."""
     from .. import api
 
@@ -203,7 +207,9 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
         if chips > system.max_chips:
             out[system.id] = f"{system.id} scales to {system.max_chips:,} chips"
             continue
-        s = search_mod.search(model, system, chips, cal, space, objective="throughput")
+        if progress is not None:
+            progress.note(f"searching {system.id}")
+        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress)
         if s.n_fit == 0:
             reasons = "; ".join(f"{k}: {v}" for k, v in sorted(s.rejected.items(), key=lambda kv: -kv[1]))
             out[system.id] = f"no layout fits ({reasons or 'no candidates'})"
@@ -243,44 +249,53 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
     Without `qps`, each system runs at its capacity: the highest Poisson request rate at which 90% of
     requests meet both SLOs (goodput as in DistServe, Zhong et al. 2024); its cost per million output
     tokens is the instance price over the output tokens it delivers at that rate."""
-    import numpy as np
-
     from ..cost import inference as inf
-    from ..simulate import serving as S
 
     if weights is not None:
         inf.weight_format(weights)  # a misspelt format is the user's error, not one system's
     if kv_dtype is not None:
         inf.kv_element_bytes(kv_dtype)
     out = {}
+    if progress is not None:
+        progress.add_total(len(systems))
     for system in systems:
-        if progress:
-            progress(system.id)
-        try:
-            d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype)
-        except FlopcastError as exc:
-            out[system.id] = str(exc)
-            continue
-        rng = np.random.default_rng(seed)
-        n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
-        n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
-        one = inf.predict(d, 1, n_in, n_out)
-        if not one.fits:
-            mem = one.memory_bytes
-            out[system.id] = (f"does not fit: weights {mem['weights'] / GiB:.1f} GiB plus one {n_in + n_out}-token "
-                              f"sequence exceed the {one.memory_capacity_bytes / GiB:.1f} GiB of a replica")
-            continue
-        if qps is None:
-            q, res = S.find_capacity(d, config, requests=requests, input_tokens=input_tokens,
-                                     output_tokens=output_tokens, seed=seed)
-            if res is None:
-                out[system.id] = (f"misses the SLOs even unloaded: one request alone has TTFT {one.ttft_s * 1e3:,.0f} ms "
-                                  f"and TPOT {one.tpot_s * 1e3:,.1f} ms (targets {config.slo_ttft_s * 1e3:,.0f} ms, "
-                                  f"{config.slo_tpot_s * 1e3:,.1f} ms)")
-                continue
-            out[system.id] = ServingPoint(system, d, q, True, res)
-        else:
-            reqs = S.poisson_requests(qps, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
-                                      output_tokens=output_tokens)
-            out[system.id] = ServingPoint(system, d, qps, False, S.simulate(d, reqs, config, seed=seed))
+        if progress is not None:
+            progress.note(f"simulating {system.id}")
+        out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
+                                    input_tokens, output_tokens, seed)
+        if progress is not None:
+            progress.update(1)
     return out
+
+
+def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,
+               seed):
+    """One system's ServingPoint, or a string saying why it cannot serve at the SLOs."""
+    import numpy as np
+
+    from ..cost import inference as inf
+    from ..simulate import serving as S
+
+    try:
+        d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype)
+    except FlopcastError as exc:
+        return str(exc)
+    rng = np.random.default_rng(seed)
+    n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
+    n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
+    one = inf.predict(d, 1, n_in, n_out)
+    if not one.fits:
+        mem = one.memory_bytes
+        return (f"does not fit: weights {mem['weights'] / GiB:.1f} GiB plus one {n_in + n_out}-token "
+                f"sequence exceed the {one.memory_capacity_bytes / GiB:.1f} GiB of a replica")
+    if qps is not None:
+        reqs = S.poisson_requests(qps, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
+                                  output_tokens=output_tokens)
+        return ServingPoint(system, d, qps, False, S.simulate(d, reqs, config, seed=seed))
+    q, res = S.find_capacity(d, config, requests=requests, input_tokens=input_tokens,
+                             output_tokens=output_tokens, seed=seed)
+    if res is None:
+        return (f"misses the SLOs even unloaded: one request alone has TTFT {one.ttft_s * 1e3:,.0f} ms "
+                f"and TPOT {one.tpot_s * 1e3:,.1f} ms (targets {config.slo_ttft_s * 1e3:,.0f} ms, "
+                f"{config.slo_tpot_s * 1e3:,.1f} ms)")
+    return ServingPoint(system, d, q, True, res)

@@ -80,7 +80,8 @@ def default_global_batches(model: Model, lo: int | None = None, hi: int | None =
 
 
 def candidates(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
-    """All candidate layouts (arrays) and how many each cheap rule rejected."""
+    """Candidate layouts (arrays) that pass the degree and batch rules, how many candidates each rule
+    rejected, and how many were considered in all."""
     node = system.chips_per_node
     L = model.layers
     tp_c = space.tp or tuple(t for t in _pow2_upto(node) if t <= node)
@@ -141,6 +142,14 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
         key = "vp > 1 only with the interleaved schedule, which needs pp > 1"
         rejected[key] = rejected.get(key, 0) + dropped
         considered += dropped
+    # the degree and batch rules, once per base row: each row stands for n_exp expanded candidates
+    n_exp = len(pairs) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c)
+    ok = _apply(_base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
+                rejected, n_exp)
+    considered += int(np.count_nonzero(~ok)) * n_exp
+    base = base[ok]
+    if not len(base) or not pairs:
+        return LayoutBatch.of([]), rejected, considered
     pair_arr = np.array(pairs, dtype=np.int64)
     grids = [np.arange(len(base)), np.arange(len(pairs)), np.array([int(r) for r in rc_c]),
              np.array([int(s) for s in sh_c]), np.array([int(s) for s in sp_c]), np.array([int(d) for d in dt_c])]
@@ -154,24 +163,18 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
     return lb, rejected, considered
 
 
-def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
-    """Named validity rules, each a boolean array (True = passes)."""
-    tp, pp, dp, cp, ep, vp = lb.tp, lb.pp, lb.dp, lb.cp, lb.ep, lb.vp
+def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips: int | None, exact_chips: bool) -> dict:
+    """The rules that depend on the degrees and batches only (checked before the expansion)."""
     used = tp * pp * dp * cp
-    interleaved = lb.schedule == Schedule.INTERLEAVED
     experts = model.moe.experts if model.moe else 1
     out = {
         "tp divides the attention heads": (model.heads % tp == 0)
         & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)),
         "tp fits within one node": tp <= system.chips_per_node,
-        "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": np.where(interleaved, (vp > 1) & (pp > 1), vp == 1),
-        "global batch divides into dp x micro-batch": (lb.global_batch % (dp * lb.micro_batch) == 0)
-        & (lb.global_batch >= dp * lb.micro_batch),
+        "global batch divides into dp x micro-batch": (gb % (dp * mb) == 0) & (gb >= dp * mb),
         "cp divides the sequence": model.seq_len % cp == 0,
         "ep is 1 for dense models and divides the experts and dp": np.where(
             model.moe is not None, (experts % ep == 0) & (dp % ep == 0), ep == 1),
-        "sequence parallel needs tp > 1": (lb.sequence_parallel == 0) | (tp > 1),
         "chips available": used <= (chips if chips else used),
     }
     if exact_chips and chips:
@@ -179,18 +182,47 @@ def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, e
     return out
 
 
+def _expanded_rules(model: Model, tp, pp, vp, schedule, sp) -> dict:
+    """The rules that involve the pipeline schedule and sequence parallelism."""
+    interleaved = schedule == Schedule.INTERLEAVED
+    return {
+        "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": np.where(interleaved, (vp > 1) & (pp > 1), vp == 1),
+        "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
+    }
+
+
+def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
+    """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
+    out = _base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, chips,
+                      exact_chips)
+    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel))
+    return out
+
+
+def _apply(named: dict, ok: np.ndarray, rejected: dict, weight: int = 1) -> np.ndarray:
+    """AND the rules into `ok`, counting for each the candidates it is the first to reject."""
+    for name, passed in named.items():
+        newly = ok & ~passed
+        n = int(np.count_nonzero(newly))
+        if n:
+            rejected[name] = rejected.get(name, 0) + n * weight
+        ok &= passed
+    return ok
+
+
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None) -> SearchOutcome:
-    """Evaluate every valid layout; order those that fit, best first."""
+    """Evaluate every valid layout; order those that fit, best first.
+
+    `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged."""
     lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+    if progress is not None:
+        progress.add_total(considered)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     ok = np.ones(lb.size, dtype=bool)
-    for name, passed in rules(model, system, lb, chips, exact_chips=False).items():
-        newly = ok & ~passed
-        if newly.any():
-            rejected[name] = rejected.get(name, 0) + int(newly.sum())
-        ok &= passed
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
     for d in np.unique(lb.dtype):
         try:
             system.chip.peak(Dtype(int(d)))
@@ -199,6 +231,8 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
             rejected[f"chip has no {Dtype(int(d)).label} peak"] = int(bad.sum())
             ok &= ~bad
     lb = lb.take(np.nonzero(ok)[0])
+    if progress is not None:
+        progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     res = _evaluate_chunked(model, system, lb, cal, progress)
@@ -215,29 +249,39 @@ CHUNK = 262_144
 
 
 def _evaluate_chunked(model, system, lb, cal, progress):
+    """training.evaluate over `lb` in chunks of CHUNK layouts (bounded memory), into one set of arrays."""
     if lb.size <= CHUNK:
         out = training.evaluate(model, system, lb, cal)
-        if progress:
-            progress(lb.size)
+        if progress is not None:
+            progress.update(lb.size)
         return out
-    pieces = []
-    for start in range(0, lb.size, CHUNK):
-        sub = lb.take(slice(start, start + CHUNK))
-        pieces.append(training.evaluate(model, system, sub, cal))
-        if progress:
-            progress(sub.size)
-    return _concat(pieces)
-
-
-def _concat(pieces):
-    out = {}
-    for k, v in pieces[0].items():
-        if isinstance(v, dict):
-            out[k] = {kk: np.concatenate([np.broadcast_to(p[k][kk], p["step_time_s"].shape) for p in pieces])
-                      for kk in v}
-        else:
-            out[k] = np.concatenate([np.broadcast_to(p[k], p["step_time_s"].shape) for p in pieces])
+    out = None
+    n = lb.size
+    for start in range(0, n, CHUNK):
+        stop = min(start + CHUNK, n)
+        piece = training.evaluate(model, system, lb.take(slice(start, stop)), cal)
+        if out is None:
+            out = _allocate(piece, n)
+        _fill(out, piece, start, stop)
+        if progress is not None:
+            progress.update(stop - start)
     return out
+
+
+def _allocate(piece: dict, n: int) -> dict:
+    def empty(v):
+        return np.empty(n, dtype=np.result_type(v))
+
+    return {k: ({kk: empty(vv) for kk, vv in v.items()} if isinstance(v, dict) else empty(v)) for k, v in piece.items()}
+
+
+def _fill(out: dict, piece: dict, start: int, stop: int) -> None:
+    for k, v in piece.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                out[k][kk][start:stop] = vv
+        else:
+            out[k][start:stop] = v
 
 
 def objective_score(res: dict, system: System, objective: str):

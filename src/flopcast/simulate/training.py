@@ -155,6 +155,28 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     return _Layer(fwd, bwd, attn_fwd, flops + attn_flops, attn_flops, tp_comm, cp_comm, ep_comm)
 
 
+# The layout fields a layer's times depend on (everything `_layer` reads through `x`).
+LAYER_FIELDS = ("tp", "cp", "ep", "micro_batch", "sequence_parallel", "dtype")
+# The layout fields the data-parallel collectives depend on (parameters per stage and the groups).
+DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vp", "schedule")
+
+
+def _distinct(lb: LayoutBatch, fields) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first layout of each distinct combination of `fields`, map from layouts to those)."""
+    cols = [getattr(lb, f).astype(np.int64) for f in fields]
+    key = np.zeros(lb.size, dtype=np.int64)
+    radix = 1
+    for c in cols:
+        top = int(c.max(initial=0)) + 1
+        if c.min(initial=0) < 0 or radix * top >= 2**62:  # cannot pack into one integer: compare rows
+            _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+            return first, inverse.reshape(-1)
+        key = key * top + c
+        radix *= top
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse
+
+
 def _as_float(lb: LayoutBatch) -> dict:
     return {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
 
@@ -172,9 +194,18 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     m = gb / (dp * b)
     T = b * s / cp
     peak_gemm, peak_attn = _peaks(chip, dtype)
+    gemm_eff = np.where(dtype == Dtype.FP8, fam.gemm_fp8, fam.gemm)
+    operand_bytes = np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0))
     x = dict(tp=tp, cp=cp, ep=ep, b=b, sp=sp, T=T, peak_gemm=peak_gemm, peak_attn=peak_attn,
-             gemm_eff=np.where(dtype == Dtype.FP8, fam.gemm_fp8, fam.gemm),
-             operand_bytes=np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0)))
+             gemm_eff=gemm_eff, operand_bytes=operand_bytes)
+
+    # Layer times depend on LAYER_FIELDS only, which a search repeats over many layouts: compute them
+    # once per distinct combination and spread them back (the same numbers, far fewer operations).
+    first, inverse = _distinct(lb, LAYER_FIELDS)
+    xu = {k: v[first] for k, v in x.items()}
+
+    def spread(a):
+        return np.broadcast_to(a, first.shape)[inverse]
 
     # the layer kinds this model has, and how many of each
     kinds = []
@@ -184,7 +215,9 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
             continue
         for sliding, share in ((False, 1.0 - sliding_share), (True, sliding_share)):
             if share > 0:
-                kinds.append((count * share, moe_layer, _layer(model, system, cal, x, moe_layer, sliding)))
+                layer = _layer(model, system, cal, xu, moe_layer, sliding)
+                layer = _Layer(**{k: spread(v) for k, v in layer.__dict__.items()})
+                kinds.append((count * share, moe_layer, layer))
 
     def per_layer(attr):
         return sum(c * getattr(l, attr) for c, _, l in kinds) / L
@@ -198,9 +231,9 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     ep_c = per_layer("ep_comm") * np.where(full_rec, 1.5, 1.0) * exposed
 
     # first stage: embedding lookup; last stage: logits GEMM and fp32 cross-entropy
-    kw = dict(peak=peak_gemm, efficiency=x["gemm_eff"], tile=chip.tile, cores=chip.cores,
-              bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=x["operand_bytes"])
-    lg_f, lg_b, lg_flops = compute.gemm_fwd_bwd_time(T, model.vocab / tp, h, **kw)
+    kw = dict(peak=xu["peak_gemm"], efficiency=xu["gemm_eff"], tile=chip.tile, cores=chip.cores,
+              bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=xu["operand_bytes"])
+    lg_f, lg_b, lg_flops = (spread(a) for a in compute.gemm_fwd_bwd_time(xu["T"], model.vocab / xu["tp"], h, **kw))
     ce = compute.memory_time(3 * 4.0 * T * model.vocab / tp, bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
     t_logits = lg_f + lg_b + 3 * ce
     t_embed = compute.memory_time(3 * T * h * memory.ACT_BYTES, bandwidth=chip.memory_bandwidth,
@@ -249,9 +282,14 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     dp_stride = tp * cp
     edp = np.maximum(dp / ep, 1.0)
     edp_stride = tp * cp * ep
+    # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
+    first_d, inverse_d = _distinct(lb, DP_FIELDS)
+
     def dp_collective(kind, dense_bytes, expert_bytes):
-        return (comm.collective_time(kind, dense_bytes, dp, dp_stride, system, cal)
-                + comm.collective_time(kind, expert_bytes, edp, edp_stride, system, cal))
+        u = first_d
+        t = (comm.collective_time(kind, np.broadcast_to(dense_bytes, T.shape)[u], dp[u], dp_stride[u], system, cal)
+             + comm.collective_time(kind, np.broadcast_to(expert_bytes, T.shape)[u], edp[u], edp_stride[u], system, cal))
+        return np.broadcast_to(t, u.shape)[inverse_d]
     grad_ar = dp_collective(Collective.ALL_REDUCE, dense_params * GRAD_COMM_BYTES, expert_params * GRAD_COMM_BYTES)
     grad_rs = dp_collective(Collective.REDUCE_SCATTER, dense_params * GRAD_COMM_BYTES, expert_params * GRAD_COMM_BYTES)
     param_ag = dp_collective(Collective.ALL_GATHER, dense_params * memory.WEIGHT_BYTES, expert_params * memory.WEIGHT_BYTES)
