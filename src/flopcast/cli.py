@@ -11,6 +11,7 @@ import click
 from . import api, catalog
 from .errors import FlopcastError
 from .progress import Progress
+from .report.html import emit_report, report_options
 from .units import GiB, fmt, parse_count
 
 
@@ -98,7 +99,8 @@ def cli():
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the layout search optimises when a layout field is left out.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
-def train(model, hardware, chips, tokens, objective, as_json, seq_len, **kw):
+@report_options
+def train(model, hardware, chips, tokens, objective, as_json, seq_len, html, png, **kw):
     """Forecast one training configuration: step time, throughput, MFU, memory, time and cost to train.
 
     Layout fields left out are chosen by flopcast's search (the fastest layout that fits).
@@ -116,6 +118,9 @@ def train(model, hardware, chips, tokens, objective, as_json, seq_len, **kw):
         from .report.text import train_report
 
         click.echo(train_report(r))
+    from . import cli_report
+
+    emit_report(html, png, lambda: cli_report.train_report(r))
 
 
 @cli.command("catalog")
@@ -133,9 +138,9 @@ def catalog_cmd(name, as_json):
 
 def _register_commands():
     """Commands that live in their own modules (imported last: they use this module's helpers)."""
-    from . import cli_plan, cli_reliability, cli_serving, cli_validate
+    from . import cli_claims, cli_plan, cli_reliability, cli_report, cli_serving, cli_validate
 
-    for module in (cli_plan, cli_validate, cli_serving, cli_reliability):
+    for module in (cli_plan, cli_validate, cli_serving, cli_reliability, cli_claims, cli_report):
         for command in module.COMMANDS:
             cli.add_command(command)
 

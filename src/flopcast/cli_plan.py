@@ -11,12 +11,19 @@ from .errors import FlopcastError
 from .plan import capacity
 from .plan import search as search_mod
 from .progress import Progress
+from .report.html import emit_report, report_options
 from .units import DAY, GiB, parse_count, parse_duration
 
 def _cli():
     from . import cli  # imported here: flopcast.cli imports this module while it loads
 
     return cli
+
+
+def _reports():
+    from . import cli_report  # the figures load matplotlib only when a report is asked for
+
+    return cli_report
 
 
 def _layout_options(f):
@@ -65,7 +72,9 @@ def _na(value, reason, fmt):
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @_layout_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
-def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, **kw):
+@report_options
+def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, html, png,
+           **kw):
     """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
 
     Any layout option pins that field; the rest are searched.
@@ -89,6 +98,8 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     rows = [api.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
             for i in out.order[:top]]
     rate = out.considered / wall if wall > 0 else float("inf")
+    emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
+                                                                  f"{system.chip.id} chips ({system.id})"))
     if as_json:
         click.echo(cli._json({
             "model": m.label, "hardware": system.id, "chips": chips, "objective": objective,
@@ -157,7 +168,8 @@ def _parsed(parser, text: str, option: str, example: str) -> float:
 @click.option("--pareto", "frontier", is_flag=True, help="The frontier of cluster size, time to train and cost.")
 @_layout_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
-def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, **kw):
+@report_options
+def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
     cli = _cli()
     if sum(x is not None and x is not False for x in (deadline, budget, frontier or None)) != 1:
@@ -181,6 +193,7 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
             out = capacity.pareto(m, system, n_tokens, cal, space, progress=bar)
             what = "pareto frontier"
     wall = time.perf_counter() - t0
+    emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
     if as_json:
         click.echo(cli._json({
             "model": m.label, "hardware": system.id, "tokens": n_tokens, "kind": out.kind, "target": out.target,
@@ -226,8 +239,9 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.option("--requests", "n_requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, input_tokens, output_tokens, weights,
-            kv_dtype, scheduler, slo_ttft, slo_tpot, n_requests, seed, **kw):
+            kv_dtype, scheduler, slo_ttft, slo_tpot, n_requests, seed, html, png, **kw):
     """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
@@ -238,7 +252,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
         raise FlopcastError("--hardware: name at least one system")
     if serving:
         _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
-                         slo_ttft, slo_tpot, n_requests, seed, as_json)
+                         slo_ttft, slo_tpot, n_requests, seed, as_json, html, png)
         return
     serving_only = {"--weights": weights, "--kv-dtype": kv_dtype, "--qps": qps}
     given = [k for k, v in serving_only.items() if v is not None]
@@ -252,6 +266,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
     n_tokens = cli._tokens(tokens, m)
     with Progress("comparing systems", enabled=not as_json) as bar:
         out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw), progress=bar)
+    emit_report(html, png, lambda: _reports().compare_report(
+        out, f"flopcast compare: {m.label} on {chips:,} chips of {', '.join(out)}"))
     if as_json:
         click.echo(cli._json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
                               "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
@@ -287,7 +303,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
 
 
 def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
-                     slo_ttft, slo_tpot, n_requests, seed, as_json):
+                     slo_ttft, slo_tpot, n_requests, seed, as_json, html=None, png=None):
     from .cli_serving import _seconds
     from .simulate import serving as S
 
@@ -306,6 +322,8 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
         out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights,
                                        kv_dtype=kv_dtype, qps=qps, requests=n_requests, input_tokens=input_tokens,
                                        output_tokens=output_tokens, seed=seed, progress=bar)
+    emit_report(html, png, lambda: _reports().compare_serving_report(
+        out, f"flopcast compare --serve: {m.label} on {', '.join(out)}"))
     head = {"workload": "serve", "model": m.label, "scheduler": cfg.scheduler.value, "slo_ttft_s": cfg.slo_ttft_s,
             "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "input_tokens": input_tokens,
             "output_tokens": output_tokens}

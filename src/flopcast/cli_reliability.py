@@ -8,6 +8,7 @@ import click
 from . import api
 from .cost.reliability import GoodputAssumptions, goodput_for
 from .errors import FlopcastError
+from .report.html import emit_report, report_options
 from .simulate.reliability import simulate
 from .units import GIGA, HOUR, fmt, fmt_duration, parse_count, parse_duration
 
@@ -53,6 +54,12 @@ def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, c
     return GoodputAssumptions(**kw)
 
 
+def _reports():
+    from . import cli_report  # the figures load matplotlib only when a report is asked for
+
+    return cli_report
+
+
 def _train(model, hardware, chips, tokens, layout):
     return api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
 
@@ -85,9 +92,10 @@ def _train(model, hardware, chips, tokens, layout):
 @click.option("--cv", type=float, default=None, help="Per-chip step-time coefficient of variation (default 0.02).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@report_options
 def reliability(model, hardware, chips, tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
                 dtype, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps,
-                async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json):
+                async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json, html, png):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
     given = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch,
                  recompute=recompute, sharding=sharding, dtype=dtype)
@@ -105,12 +113,13 @@ def reliability(model, hardware, chips, tp, pp, dp, cp, ep, vp, micro_batch, glo
     if trials is not None and trials < 1:
         raise FlopcastError(f"--trials must be a positive whole number, got {trials}")
     if sweep_chips:
-        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json)
+        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json, html, png)
         return
     result = _train(m, hardware, chips, n_tokens, layout)
     g = goodput_for(result, base)
     a = g.assumptions
     sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, a, trials=trials, seed=seed)
+    emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
     if as_json:
         click.echo(json.dumps({"train": result.to_dict(), "closed_form": g.to_dict(), "monte_carlo": sim.summary()},
                               indent=2, default=str))
@@ -164,7 +173,7 @@ def _print_assumptions(a, g=None):
       + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
 
 
-def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json):
+def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html=None, png=None):
     rows, errors = [], {}
     pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
     for n in sizes:
@@ -184,6 +193,8 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json):
         marginal = (g0.expected_s / g1.expected_s - 1) / (n1 / n0 - 1)
         if knee is None and marginal < 0.5:
             knee = n0
+    emit_report(html, png, lambda: _reports().reliability_sweep_report(
+        [(n, r, g) for n, r, g, _ in rows], f"flopcast reliability: {m.label} on {hardware}, {tokens:.3g} tokens"))
     if as_json:
         click.echo(json.dumps({
             "sweep": [{"chips": n, "chips_used": g.chips, "layout": r.layout.as_dict(), "closed_form": g.to_dict(),

@@ -13,8 +13,15 @@ import numpy as np
 from . import catalog
 from .cost import inference as inf
 from .errors import FlopcastError
+from .report.html import emit_report, report_options
 from .simulate import serving as S
 from .units import GiB, parse_duration
+
+
+def _reports():
+    from . import cli_report  # the figures load matplotlib only when a report is asked for
+
+    return cli_report
 
 
 def _seconds(text: str, option: str) -> float:
@@ -83,11 +90,13 @@ def _apply(fn):
 @click.option("--input-tokens", type=int, default=512, show_default=True)
 @click.option("--output-tokens", type=int, default=128, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json):
+@report_options
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json, html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = _assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
         out = r.to_dict()
         out["assumptions"] = notes
@@ -132,8 +141,10 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
 @click.option("--router", default="least-loaded", show_default=True, help="least-loaded | round-robin")
 @click.option("--find-capacity", is_flag=True, help="find the highest QPS with >= 90% of requests meeting both SLOs")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
+@report_options
 def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_requests, duration, input_tokens,
-          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json):
+          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
+          html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
     cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"), replicas=replicas,
@@ -173,6 +184,10 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": replicas,
                 "scheduler": cfg.scheduler.value, "qps": qps_used, "slo_ttft_s": cfg.slo_ttft_s,
                 "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": capacity, "assumptions": notes})
+    center = qps_used or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
+    emit_report(html, png, lambda: _reports().serve_report(
+        d, cfg, rates=_reports().load_rates(center), requests=min(n_requests or 500, 300), input_tokens=input_tokens,
+        output_tokens=output_tokens, seed=seed, marked_qps=center))
     if as_json:
         click.echo(json.dumps(out, indent=2, default=float))
         return
