@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import LAYOUT_FIELDS, LayoutBatch, Recompute, Schedule, Sharding
+from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -180,7 +180,8 @@ def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, e
 
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
-           objective: str = "throughput", allow_idle: bool = True, progress=None) -> SearchOutcome:
+           objective: str = "throughput", allow_idle: bool = True, progress=None,
+           software: Software = MODERN_SOFTWARE) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first."""
     lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
     if lb.size == 0:
@@ -201,7 +202,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     lb = lb.take(np.nonzero(ok)[0])
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    res = _evaluate_chunked(model, system, lb, cal, progress)
+    res = _evaluate_chunked(model, system, lb, cal, progress, software)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -214,16 +215,16 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
 CHUNK = 262_144
 
 
-def _evaluate_chunked(model, system, lb, cal, progress):
+def _evaluate_chunked(model, system, lb, cal, progress, software=MODERN_SOFTWARE):
     if lb.size <= CHUNK:
-        out = training.evaluate(model, system, lb, cal)
+        out = training.evaluate(model, system, lb, cal, software=software)
         if progress:
             progress(lb.size)
         return out
     pieces = []
     for start in range(0, lb.size, CHUNK):
         sub = lb.take(slice(start, start + CHUNK))
-        pieces.append(training.evaluate(model, system, sub, cal))
+        pieces.append(training.evaluate(model, system, sub, cal, software=software))
         if progress:
             progress(sub.size)
     return _concat(pieces)

@@ -37,6 +37,7 @@ GLOBAL_PRIOR = {
     "scaleout_efficiency": (0.7, 0.1, 1.0, 0.4),
     "tp_overlap": (0.2, 0.0, 0.95, 0.5),
     "comm_overlap": (0.8, 0.0, 1.0, 0.5),
+    "zero3_overlap": (0.5, 0.0, 1.0, 0.7),  # FSDP prefetches one unit ahead (Zhao et al. 2023, sec. 3.3.2)
     "grouped_gemm": (0.7, 0.1, 1.0, 0.4),  # grouped expert GEMMs reach less than dense ones (Gale et al. 2022, MegaBlocks)
     "op_overhead_s": (4e-6, 1e-7, 2e-5, 1.0),  # kernel launch ~2-10 us
     # unfused casts, transposes (FP8), bias/dropout and softmax passes beyond the minimal norm/residual/activation count
