@@ -28,6 +28,12 @@ from ..model.workload import Mlp, Model
 # An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
 # each costs calibration.op_overhead_s.
 KERNELS_PER_LAYER = 36
+# Host-side operators of one MoE layer's forward in Megatron-Core (router linear, score function, top-k,
+# auxiliary loss, token counts and their copy to the host, permute, all-to-all, sort by local expert,
+# activation, unpermute, all-to-all back), plus fc1 and fc2 issued per local expert by the grouped linear
+# layer. Counted from megatron/core/transformer/moe (an assumption); each costs calibration.moe_host_op_s.
+MOE_HOST_OPS = 40
+MOE_HOST_OPS_PER_EXPERT = 2
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
@@ -141,6 +147,12 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
                                    bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
     overhead = KERNELS_PER_LAYER * cal.op_overhead_s
     fwd = fwd + attn_fwd + elem_fwd + overhead / 3.0
+    if moe_layer:
+        # the token dispatcher copies the per-expert token counts to the host once per MoE layer (all-to-all
+        # split sizes; Megatron-Core MoEAlltoAllTokenDispatcher), so the host cannot run ahead of the device:
+        # the layer's forward takes at least the host time to issue its operators
+        host_ops = MOE_HOST_OPS + MOE_HOST_OPS_PER_EXPERT * model.moe.experts / ep
+        fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
 
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
