@@ -70,7 +70,7 @@ def piped():
 def test_stage_times_reproduce_the_models_bubble(piped):
     st = plots.stage_times(piped)
     assert (st.p, st.m) == (2, piped.layout.microbatches)
-    assert st.t_backward >= 2 * st.t_forward > 0 and st.t_p2p > 0
+    assert st.t_backward >= 2 * st.t_forward * (1 - 1e-12) and st.t_forward > 0 and st.t_p2p > 0
     # the model charges (p - 1)/v busiest-stage micro-batch times as bubble (simulate/training.py)
     assert (st.p - 1) / st.v * (st.t_forward + st.t_backward) == pytest.approx(piped.time_breakdown_s["bubble"])
 

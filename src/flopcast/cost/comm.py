@@ -5,7 +5,9 @@ innermost first. The algorithm follows the topology: within one tier a ring
 (bandwidth term 2(g-1)/g S / B for all-reduce, Thakur et al. 2005; Patarasuk &
 Yuan 2009), across tiers the hierarchical scheme NCCL and the Neuron runtime use
 (reduce-scatter inside, all-reduce of the 1/g shard across, all-gather inside).
-Latency is (g-1) hops on rings and tori, log2(g) rounds through switches (trees).
+Latency is (g-1) hops on rings and tori; through switches log2(g) rounds for all-reduce
+(NCCL's double binary tree, Sanders et al. 2009) but still g-1 ring steps for all-gather and
+reduce-scatter, which NCCL runs only as rings (NCCL docs, "Collective Operations"; Thakur et al. 2005).
 Bandwidths are per chip per direction; tiers flagged scale_out use the scale-out
 efficiency, the others the scale-up efficiency. Works on floats and numpy arrays.
 """
@@ -50,9 +52,12 @@ def _topology_factor(tier: Tier, g):
     return np.ones_like(np.asarray(g, dtype=float))
 
 
-def _latency_rounds(tier: Tier, g):
-    """Sequential steps: log2(g) through switches; on a torus, a ring per dimension (sum of d - 1)."""
+def _latency_rounds(tier: Tier, g, tree: bool = True):
+    """Sequential steps: log2(g) through switches (a tree; g - 1 when the collective is a ring);
+    on a torus, a ring per dimension (sum of d - 1)."""
     g = np.asarray(g, dtype=float)
+    if tier.topology == Topology.SWITCH and not tree:
+        return np.maximum(g - 1.0, 0.0)
     if tier.topology == Topology.SWITCH:
         return np.ceil(np.log2(np.maximum(g, 1.0)))
     if tier.topology in (Topology.TORUS2D, Topology.TORUS3D) and tier.dims:
@@ -96,7 +101,8 @@ def collective_time(kind: Collective, nbytes, n, stride, system: System, calibra
         g = mem / prev
         size = nbytes / prev
         bw = tier_bandwidth(tier, calibration) * _topology_factor(tier, g)
-        step = factor * ((g - 1.0) / g * size / bw + _latency_rounds(tier, g) * tier.latency)
+        rounds = _latency_rounds(tier, g, tree=kind == Collective.ALL_REDUCE)
+        step = factor * ((g - 1.0) / g * size / bw + rounds * tier.latency)
         total = total + np.where(g > 1.0, step, 0.0)
         prev = mem
     return total

@@ -53,6 +53,14 @@ def attention_core_flops(b, s_q, s_kv, heads, d_qk, d_v, causal_fraction):
 
 
 FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention-2 backward issues 5 matmuls to the forward's 2 (Dao 2023, sec. 3.2)
+UNFUSED_BACKWARD_FACTOR = 2.0  # standard attention backward: 4 matmuls to the forward's 2, scores read back, not recomputed
+
+
+def unfused_score_bytes(dropout: bool) -> float:
+    """HBM bytes per score element that standard (unfused) attention moves in its forward pass:
+    write QK^T, softmax read and write, PV reads the probabilities (2 bytes each, 16-bit), plus the
+    dropout mask (1) and dropped-out probabilities (2) -- Dao et al. 2022, sec. 2.2, Algorithm 0."""
+    return 8.0 + (3.0 if dropout else 0.0)
 
 
 def memory_time(nbytes, *, bandwidth, memory_efficiency):

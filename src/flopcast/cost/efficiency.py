@@ -26,8 +26,12 @@ class Calibration:
     scaleout_efficiency: float = 0.7  # fraction of EFA/InfiniBand/RoCE bandwidth a collective reaches
     tp_overlap: float = 0.0  # fraction of TP/CP/EP communication hidden behind compute
     comm_overlap: float = 0.8  # fraction of the compute window asynchronous DP and PP communication hides in
+    # fraction of a micro-batch's compute ZeRO-3/FSDP parameter gathers and gradient reduce-scatters hide
+    # behind: each layer waits for its own gather, so only the prefetch of the next layer overlaps
+    zero3_overlap: float = 0.5
     grouped_gemm: float = 0.8  # MoE expert GEMMs (grouped, load-imbalanced) relative to a dense GEMM's efficiency
     op_overhead_s: float = 2e-6  # fixed cost per kernel (launch, synchronisation)
+    moe_host_op_s: float = 3e-5  # host time per operator of an MoE layer's forward (eager PyTorch dispatch)
     elementwise_traffic: float = 1.5  # HBM traffic of a layer's non-GEMM kernels relative to the minimal count
     step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
     provenance: dict = field(default_factory=dict, compare=False, hash=False)

@@ -113,6 +113,27 @@ LAYOUT_FIELDS = tuple(f.name for f in fields(Layout))
 
 
 @dataclass(frozen=True)
+class Software:
+    """What the training framework offers beyond the layout (the same for every layout of a search).
+
+    The defaults are today's Megatron-Core / NeMo / PyTorch FSDP. `era_2021` is what a source
+    dated before May 2022 could have used (see flopcast.validate.training.software_of).
+    """
+
+    flash_attention: bool = True  # fused attention keeps no s x s scores (Dao et al. 2022, arXiv:2205.14135)
+    # collectives a ZeRO-3 / FSDP rank issues per layer and pass: 1 for FSDP's flat parameter per
+    # wrapped block (Zhao et al. 2023, PyTorch FSDP, sec. 3.2), one per parameter tensor for DeepSpeed
+    # ZeRO-3 as of 2021 (its partitioned-parameter coordinator fetches each module's parameters)
+    zero3_gathers_per_layer: int = 1
+
+
+MODERN_SOFTWARE = Software()
+# A GPT layer's parameter tensors: two norms (weight, bias), fused QKV, projection, two MLP matrices
+# (weight, bias each) -- Megatron-LM's ParallelTransformerLayer.
+ERA_2021_SOFTWARE = Software(flash_attention=False, zero3_gathers_per_layer=12)
+
+
+@dataclass(frozen=True)
 class LayoutBatch:
     """Many layouts as parallel numpy arrays: the vectorized path's input.
 

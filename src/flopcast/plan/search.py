@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import LAYOUT_FIELDS, LayoutBatch, Recompute, Schedule, Sharding
+from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -212,10 +212,12 @@ def _apply(named: dict, ok: np.ndarray, rejected: dict, weight: int = 1) -> np.n
 
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
-           objective: str = "throughput", allow_idle: bool = True, progress=None) -> SearchOutcome:
+           objective: str = "throughput", allow_idle: bool = True, progress=None,
+           software: Software = MODERN_SOFTWARE) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
 
-    `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged."""
+    `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
+    `software` is what the training stack can do (today's by default)."""
     lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
     if progress is not None:
         progress.add_total(considered)
@@ -235,7 +237,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    res = _evaluate_chunked(model, system, lb, cal, progress)
+    res = _evaluate_chunked(model, system, lb, cal, progress, software)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -248,10 +250,10 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
 CHUNK = 262_144
 
 
-def _evaluate_chunked(model, system, lb, cal, progress):
+def _evaluate_chunked(model, system, lb, cal, progress, software=MODERN_SOFTWARE):
     """training.evaluate over `lb` in chunks of CHUNK layouts (bounded memory), into one set of arrays."""
     if lb.size <= CHUNK:
-        out = training.evaluate(model, system, lb, cal)
+        out = training.evaluate(model, system, lb, cal, software=software)
         if progress is not None:
             progress.update(lb.size)
         return out
@@ -259,7 +261,7 @@ def _evaluate_chunked(model, system, lb, cal, progress):
     n = lb.size
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
-        piece = training.evaluate(model, system, lb.take(slice(start, stop)), cal)
+        piece = training.evaluate(model, system, lb.take(slice(start, stop)), cal, software=software)
         if out is None:
             out = _allocate(piece, n)
         _fill(out, piece, start, stop)

@@ -20,7 +20,7 @@ import numpy as np
 from ..cost import comm, compute, memory, params
 from ..cost.comm import Collective
 from ..cost.efficiency import Calibration
-from ..model.strategy import LayoutBatch, Recompute, Schedule, Sharding
+from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
 from ..model.system import Dtype, System
 from ..model.workload import Mlp, Model
 
@@ -28,6 +28,12 @@ from ..model.workload import Mlp, Model
 # An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
 # each costs calibration.op_overhead_s.
 KERNELS_PER_LAYER = 36
+# Host-side operators of one MoE layer's forward in Megatron-Core (router linear, score function, top-k,
+# auxiliary loss, token counts and their copy to the host, permute, all-to-all, sort by local expert,
+# activation, unpermute, all-to-all back), plus fc1 and fc2 issued per local expert by the grouped linear
+# layer. Counted from megatron/core/transformer/moe (an assumption); each costs calibration.moe_host_op_s.
+MOE_HOST_OPS = 40
+MOE_HOST_OPS_PER_EXPERT = 2
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
@@ -61,7 +67,8 @@ class _Layer:
     ep_comm: np.ndarray
 
 
-def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool) -> _Layer:
+def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool,
+           software: Software) -> _Layer:
     chip = system.chip
     fam = cal.family(chip.family)
     tp, cp, ep, b, sp, T = x["tp"], x["cp"], x["ep"], x["b"], x["sp"], x["T"]
@@ -99,7 +106,18 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     else:
         s_kv, causal = s, 0.5
     attn_flops = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, causal)
-    attn_fwd = attn_flops / (x["peak_attn"] * fam.attention)
+    attn_bwd_factor = compute.FLASH_BACKWARD_FACTOR
+    if software.flash_attention:
+        attn_fwd = attn_flops / (x["peak_attn"] * fam.attention)
+    else:
+        # unfused attention (Megatron-LM before FlashAttention): QK^T over the whole s x s matrix (the causal
+        # mask is applied afterwards), and the scores stream through HBM (Dao et al. 2022, sec. 2.2, Algorithm 0)
+        issued = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, 1.0)
+        scores = b * (s / cp) * s_kv * model.heads / tp
+        attn_fwd = (issued / (x["peak_attn"] * fam.attention)
+                    + compute.memory_time(scores * compute.unfused_score_bytes(model.dropout),
+                                          bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory))
+        attn_bwd_factor = compute.UNFUSED_BACKWARD_FACTOR
 
     # MLP or experts
     act_elems = 0.0
@@ -129,7 +147,13 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
                                    bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
     overhead = KERNELS_PER_LAYER * cal.op_overhead_s
     fwd = fwd + attn_fwd + elem_fwd + overhead / 3.0
-    bwd = bwd + compute.FLASH_BACKWARD_FACTOR * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
+    if moe_layer:
+        # the token dispatcher copies the per-expert token counts to the host once per MoE layer (all-to-all
+        # split sizes; Megatron-Core MoEAlltoAllTokenDispatcher), so the host cannot run ahead of the device:
+        # the layer's forward takes at least the host time to issue its operators
+        host_ops = MOE_HOST_OPS + MOE_HOST_OPS_PER_EXPERT * model.moe.experts / ep
+        fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
+    bwd = bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
 
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
     # (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2)
@@ -144,7 +168,7 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     kv_bytes = b * s * 2 * model.kv_dim * memory.ACT_BYTES / tp  # all chunks of K and V
     ring = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
     cp_comm = (np.maximum(ring - attn_fwd, 0.0)
-               + np.maximum(2.0 * ring - compute.FLASH_BACKWARD_FACTOR * attn_fwd, 0.0))
+               + np.maximum(2.0 * ring - attn_bwd_factor * attn_fwd, 0.0))
 
     # expert parallel: dispatch and combine all-to-all forward and backward (Lepikhin et al. 2020)
     ep_comm = np.zeros_like(T)
@@ -182,8 +206,11 @@ def _as_float(lb: LayoutBatch) -> dict:
 
 
 def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
-             reserve_bytes: float = memory.RESERVE_BYTES) -> dict:
-    """Step time, its breakdown, memory and throughput for every layout in `lb` (arrays)."""
+             reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> dict:
+    """Step time, its breakdown, memory and throughput for every layout in `lb` (arrays).
+
+    `software` says what the framework offers (flash attention, ZeRO-3 gather granularity); one for all layouts.
+    """
     chip = system.chip
     fam = cal.family(chip.family)
     f = _as_float(lb)
@@ -215,7 +242,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
             continue
         for sliding, share in ((False, 1.0 - sliding_share), (True, sliding_share)):
             if share > 0:
-                layer = _layer(model, system, cal, xu, moe_layer, sliding)
+                layer = _layer(model, system, cal, xu, moe_layer, sliding, software)
                 layer = _Layer(**{k: spread(v) for k, v in layer.__dict__.items()})
                 kinds.append((count * share, moe_layer, layer))
 
@@ -298,8 +325,16 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     t_mb_compute = stage_layers_max * (fwd + bwd + rec)
     window = cal.comm_overlap * t_mb_compute
     once = np.where(sharding == Sharding.NONE, grad_ar, grad_rs + param_ag)
-    per_mb = 2.0 * fsdp_ag + fsdp_rs  # FSDP: gather for forward and backward, reduce-scatter every micro-batch
-    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - window, 0.0),
+    # FSDP / ZeRO-3: gather for forward and backward, reduce-scatter every micro-batch (3x the weights per
+    # micro-batch, Rajbhandari et al. 2020 sec. 7.2.2), issued as one collective per layer and parameter group,
+    # each paying the collective's latency: the bandwidth term above counts the bytes once, these the launches
+    gathers = stage_layers_max * software.zero3_gathers_per_layer - 1.0
+    u = first_d
+    lat = np.broadcast_to(2.0 * comm.collective_time(Collective.ALL_GATHER, 0.0, dp[u], dp_stride[u], system, cal)
+                          + comm.collective_time(Collective.REDUCE_SCATTER, 0.0, dp[u], dp_stride[u], system, cal),
+                          u.shape)[inverse_d]
+    per_mb = 2.0 * fsdp_ag + fsdp_rs + np.maximum(gathers, 0.0) * lat
+    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - cal.zero3_overlap * t_mb_compute, 0.0),
                                 np.maximum(once - window, 0.0))
 
     # optimizer step: memory-bound Adam over the parameters this chip owns
@@ -313,7 +348,8 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, sharding,
                                                dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
     def act(rc):
-        return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe)
+        return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe,
+                                                     flash=software.flash_attention)
                    for c, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(pp, v, m, schedule)

@@ -37,8 +37,10 @@ GLOBAL_PRIOR = {
     "scaleout_efficiency": (0.7, 0.1, 1.0, 0.4),
     "tp_overlap": (0.2, 0.0, 0.95, 0.5),
     "comm_overlap": (0.8, 0.0, 1.0, 0.5),
+    "zero3_overlap": (0.5, 0.0, 1.0, 0.7),  # FSDP prefetches one unit ahead (Zhao et al. 2023, sec. 3.3.2)
     "grouped_gemm": (0.7, 0.1, 1.0, 0.4),  # grouped expert GEMMs reach less than dense ones (Gale et al. 2022, MegaBlocks)
     "op_overhead_s": (4e-6, 1e-7, 2e-5, 1.0),  # kernel launch ~2-10 us
+    "moe_host_op_s": (3e-5, 1e-6, 2e-4, 1.0),  # eager PyTorch operator dispatch ~10-50 us on the host
     # unfused casts, transposes (FP8), bias/dropout and softmax passes beyond the minimal norm/residual/activation count
     "elementwise_traffic": (1.5, 0.5, 6.0, 0.7),
     "step_overhead_s": (0.05, 1e-4, 2.0, 1.5),

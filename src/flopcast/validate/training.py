@@ -10,6 +10,8 @@ would). The measured column is read only to compare, and by the fit.
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import re
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +21,8 @@ import numpy as np
 from .. import catalog
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, parse_choice
+from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
+                              Sharding, Software, parse_choice)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..plan import search as search_mod
@@ -29,6 +32,37 @@ REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len",
             "global_batch", "dtype", "measured_tokens_per_s_per_chip")
 LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 MEASURED = "measured_tokens_per_s_per_chip"
+
+# Sequence parallelism and selective recomputation (Korthikanti et al. 2022, arXiv:2205.05198, 10 May 2022)
+# and FlashAttention (Dao et al. 2022, arXiv:2205.14135, 27 May 2022) appeared in May 2022, context
+# parallelism later still. A run whose source is dated before that could not use them: its blank cells are
+# searched without them (cp = 1, no sequence parallelism, recompute none or full), its attention
+# is unfused (s x s scores in memory and HBM traffic) and its ZeRO-3 gathers are per parameter tensor.
+SOFTWARE_CUTOFF = dt.date(2022, 5, 10)
+# A year, optionally -MM and -DD, not inside a longer number or a hexadecimal commit hash.
+_DATE = re.compile(r"(?<![0-9a-fA-F])(19\d\d|20\d\d)(?:-(\d\d))?(?:-(\d\d))?(?![0-9])")
+
+
+def source_date(row: dict) -> dt.date | None:
+    """The date a row's source states: the first date in its source id, else in its locator.
+
+    A bare year or year-month is taken at its first day: the software a source describes is no newer
+    than the source, and a run precedes its write-up. None when neither cell holds a date."""
+    for cell in ("source", "source_locator"):
+        m = _DATE.search(row.get(cell) or "")
+        if m:
+            y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+            try:
+                return dt.date(y, mo, d)
+            except ValueError:
+                return dt.date(y, 1, 1)
+    return None
+
+
+def software_of(row: dict) -> Software:
+    """The framework features a row's run could have had, from its source's date (never its measurement)."""
+    d = source_date(row)
+    return ERA_2021_SOFTWARE if d is not None and d < SOFTWARE_CUTOFF else MODERN_SOFTWARE
 
 
 @dataclass(frozen=True)
@@ -43,6 +77,7 @@ class Case:
     space: search_mod.SearchSpace
     chosen: tuple  # layout fields the row left blank
     measured: float | None
+    software: Software = MODERN_SOFTWARE
 
 
 @dataclass(frozen=True)
@@ -143,15 +178,29 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     pinned["dtype"] = (Dtype.parse(row["dtype"]),)
     if not model.moe:
         pinned.setdefault("ep", (1,))
+    software = software_of(row)
+    if software != MODERN_SOFTWARE:
+        pinned["sequence_parallel"] = (0,)
+        pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
+        if "recompute" not in pinned:
+            pinned["recompute"] = (Recompute.NONE, Recompute.FULL)
     if "vp" in pinned:
         pinned["schedule"] = (Schedule.INTERLEAVED,) if pinned["vp"][0] > 1 else (Schedule.ONE_F_ONE_B,)
     # degrees: when three of tp, pp, dp, cp are stated the fourth follows from the chip count; when all
-    # four are stated but do not multiply to the chips, dp is taken from the chips (the row's dp is noted)
+    # four are stated but multiply to a divisor of the chips, the missing factor r is data parallel when
+    # the global batch can spread over dp x r (x the micro-batch, if stated), else context parallel when the
+    # sequence divides by cp x r; otherwise dp is taken from the chips (the row's dp is noted)
     degrees = ("tp", "pp", "dp", "cp")
     if all(d in pinned for d in degrees):
         product = int(np.prod([pinned[d][0] for d in degrees]))
         if product != chips:
-            del pinned["dp"]
+            r = chips // product if chips % product == 0 else 0
+            dp, cp = pinned["dp"][0], pinned["cp"][0]
+            gb, mb = pinned.get("global_batch", (None,))[0], pinned.get("micro_batch", (1,))[0]
+            if r and gb is not None and gb % (dp * r * mb) != 0 and model.seq_len % (cp * r) == 0:
+                pinned["cp"] = (cp * r,)
+            else:
+                del pinned["dp"]
     blank = [d for d in degrees if d not in pinned]
     if len(blank) == 1:
         rest = int(np.prod([pinned[d][0] for d in degrees if d in pinned]))
@@ -160,9 +209,9 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if "cp" not in pinned and all(d in pinned for d in ("tp", "pp", "dp")):
         pinned["cp"] = (1,)
     chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute",
-                               "sharding", "sequence_parallel", "schedule") if k not in pinned)
+                               "sharding", "sequence_parallel", "schedule") if k not in pinned or len(pinned[k]) > 1)
     space = search_mod.SearchSpace(**pinned)
-    return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)))
+    return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)), software)
 
 
 def load_cases(path) -> tuple[list[Case], list[Skipped]]:
@@ -180,7 +229,8 @@ def load_cases(path) -> tuple[list[Case], list[Skipped]]:
 
 def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
     """The stated layout completed by the search; (None, reason) when nothing valid fits."""
-    out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False)
+    out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
+                            software=case.software)
     if out.n_fit == 0:
         if out.batch.size and out.results:
             i = int(np.argmin(out.results["memory_bytes"]))
@@ -191,7 +241,7 @@ def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
 
 
 def predict(case: Case, layout: Layout, cal: Calibration) -> float:
-    res = training.evaluate(case.model, case.system, LayoutBatch.of([layout]), cal)
+    res = training.evaluate(case.model, case.system, LayoutBatch.of([layout]), cal, software=case.software)
     return float(res["tokens_per_s"][0]) / case.chips
 
 
