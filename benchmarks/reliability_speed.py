@@ -2,7 +2,7 @@
 
     python benchmarks/reliability_speed.py [--trials 1000] [--chips 100000] [--days 30]
 
-The scenario of issue 6: a 30-day (ideal) job at 100,000 chips with the default assumptions
+The reference scenario: a 30-day (ideal) job at 100,000 chips with the default assumptions
 (Llama 3 interruption rate, so one failure per ~30 min), 1,000 trials.
 """
 
