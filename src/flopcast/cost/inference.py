@@ -131,6 +131,10 @@ def effective_context(m: Model, context):
 
 # ---------------------------------------------------------------- engines and their efficiencies
 
+# NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
+# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
+NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+
 
 @dataclass(frozen=True)
 class EngineEfficiency:
@@ -187,6 +191,37 @@ class Deployment:
     @property
     def is_cpu(self) -> bool:
         return self.system.chip.kind == "cpu"
+
+    @property
+    def shards(self) -> int:
+        """Ranks the model's heads are split over: NeuronCores for Neuron chips (transformers-neuronx
+        shards over cores, 2 per Trainium1/Inferentia2 chip), chips elsewhere; 1 on CPUs."""
+        if self.is_cpu:
+            return 1
+        chip = self.system.chip
+        if chip.family in ("trainium", "inferentia"):
+            return self.tp * NEURON_LOGICAL_CORES.get(chip.id, chip.cores)
+        return self.tp
+
+    @property
+    def kv_replication(self) -> float:
+        """Stored (and read) KV heads over the model's KV heads.
+
+        Each of `shards` ranks holds ceil(kv_heads / shards) KV heads: when the ranks outnumber
+        the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
+        vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
+        multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
+        latent shared by all heads: 1."""
+        m = self.model
+        n = self.shards
+        if n <= 1 or m.mla or not m.kv_heads:
+            return 1.0
+        return n * math.ceil(m.kv_heads / n) / m.kv_heads
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes one token adds to this replica (replication included)."""
+        return kv_bytes_per_token(self.model, self.kv_bytes) * self.kv_replication
 
     @property
     def compute_dtype(self) -> Dtype:
@@ -260,8 +295,6 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         tp = chips
     if tp < 1 or chips % tp:
         raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips}), got {tp}")
-    if not cpu and model.kv_heads % tp and tp % model.kv_heads and not model.mla:
-        notes.append(f"tp {tp} does not divide {model.kv_heads} KV heads: KV heads are replicated")
     vcpus = system.vcpus or chip.cores * system.chips_per_node
     if cpu:
         per_chip = vcpus // system.chips_per_node
@@ -286,7 +319,11 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ..catalog import calibration as _cal
 
         calibration = _cal()
-    return Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, tuple(notes))
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    if d.kv_replication > 1:
+        notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
+                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
+    return replace(d, assumptions=tuple(notes))
 
 
 def load_inference_calibration() -> dict:
@@ -345,7 +382,7 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     parts = {
         "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim + 2 * m.kv_dim) * m.layers, d),
         "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
-                              kv_bytes_per_token(m, d.kv_bytes) * np.asarray(kv_tokens, dtype=float), d),
+                              d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
         "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
         "mlp": _op(2 * mlp_per_token * new_tokens, mlp_stream * wb + act * new_tokens * 2 * h * m.layers, d),
         "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * wb, d),
@@ -431,7 +468,7 @@ def memory(d: Deployment, batch, context) -> tuple[dict, float]:
     """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other."""
     m = d.model
     weights = weight_bytes(m, d.weights)
-    kv = float(batch) * float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes)
+    kv = float(batch) * float(effective_context(m, context)) * d.kv_bytes_per_token
     other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
     return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
 
@@ -440,14 +477,14 @@ def max_batch(d: Deployment, context) -> int:
     """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
     m = d.model
     free = d.memory_capacity - reserve_bytes(d) - weight_bytes(m, d.weights)
-    per_seq = float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes) + 8.0 * m.hidden * min(context, 4096)
+    per_seq = float(effective_context(m, context)) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
     return max(0, int(free // per_seq))
 
 
 def kv_capacity_tokens(d: Deployment) -> int:
     """Tokens of KV cache the replica can hold beside its weights and reserve."""
     free = d.memory_capacity - reserve_bytes(d) - weight_bytes(d.model, d.weights)
-    return max(0, int(free // kv_bytes_per_token(d.model, d.kv_bytes)))
+    return max(0, int(free // d.kv_bytes_per_token))
 
 
 def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) -> InferenceResult:

@@ -29,9 +29,7 @@ METRICS = {  # csv column -> (metric name, how a prediction gives it)
 }
 LLAMA_BENCH_TG = 128  # llama-bench default text-generation test (tg128) when the source gives no lengths
 DEFAULT_INPUT = 128
-# NeuronCores the runtime shows per chip: Trainium2 groups its 8 physical cores in pairs
-# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
-NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+NEURON_LOGICAL_CORES = inf.NEURON_LOGICAL_CORES
 CAL_PATH = catalog.DATA / "inference_calibration.yaml"
 
 
