@@ -12,9 +12,9 @@ synchronisation) and per-request cost are calibrated per engine family on
 
 CPUs: compute is threads x per-core peak of the compute dtype (the chip's peak_flops
 already folds in SVE/NEON width and the i8mm/BF16 matrix instructions); bandwidth is
-threads x (bytes per cycle one thread streams x clock), saturating smoothly at the
-instance's achievable bandwidth: b(n) = nr R / sqrt((nr)^2 + R^2) (a p=2 soft
-minimum; it fits the llama.cpp thread sweep of PR 11917 within 5%). A partial
+threads x r, r = weights one thread dequantises per cycle x bytes per weight x clock,
+saturating smoothly at the instance's achievable bandwidth: b(n) = nr R / sqrt((nr)^2 + R^2)
+(a p=2 soft minimum; it fits the llama.cpp thread sweep of PR 11917 within 6%). A partial
 instance gets the bandwidth its system entry states (memory_bandwidth).
 
 Every function here takes floats or numpy arrays for the batch and token counts.
@@ -144,15 +144,18 @@ class EngineEfficiency:
     memory: float = 0.7  # fraction of the memory bandwidth reached streaming weights and KV
     layer_overhead_s: float = 20e-6  # fixed cost per layer per forward pass (launches, syncs)
     request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
-    thread_bytes_per_cycle: float = 3.0  # CPUs: bytes one thread streams per clock cycle
+    thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
 
 
 ENGINE_FAMILIES = ("llama.cpp", "neuronx", "gpu")
 # Priors (the fit is regularised towards them; used alone for a family with no rows):
 # llama.cpp: decode reaches ~80% of STREAM bandwidth at full socket (Arm/llama.cpp
-# Graviton guides); Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
+# Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
+# (a 256-bit SVE dot-product step takes 64 4-bit weights in ~2 instructions plus unpacking and
+# scaling: ~6.6 weights/cycle reached at 2 threads in PR 11917, 4.86 tok/s x 7.1 G weights / 2 / 2.6 GHz).
+# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
 PRIORS = {
-    "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 3.0),
+    "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
     "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
@@ -240,9 +243,17 @@ class Deployment:
     def memory_rate(self) -> float:
         """Bytes/s the replica streams from memory."""
         if self.is_cpu:
-            return cpu_bandwidth(self.threads, self.efficiency.thread_bytes_per_cycle * (self.system.chip.clock or 2.5e9),
+            return cpu_bandwidth(self.threads, self.thread_bandwidth,
                                  self.efficiency.memory * instance_bandwidth(self.system, self.tp))
         return self.system.chip.memory_bandwidth * self.tp * self.efficiency.memory
+
+    @property
+    def thread_bandwidth(self) -> float:
+        """CPUs: bytes/s one thread streams when the memory system is idle: the weights its
+        dequantise-and-dot loop consumes per cycle x their stored bytes x the clock. The loop, not
+        the bytes, sets the pace: llama.cpp at 8 Graviton3 threads decodes the same ~16 G weights/s
+        from q3_K (3.44 bits) and q4_K_M (4.85 bits) (inference_runs.csv, PR 11917 vs PR 15277)."""
+        return self.efficiency.thread_weights_per_cycle * self.weights.bits / 8.0 * (self.system.chip.clock or 2.5e9)
 
     @property
     def memory_capacity(self) -> float:
@@ -531,7 +542,8 @@ def graviton4_assumptions(d: Deployment) -> list[str]:
         f"no measured {chip.id} runs: {d.family} efficiencies fitted on Graviton3/3E rows of inference_runs.csv",
         f"compute: {d.threads} threads x {_peak(chip, d.compute_dtype) / chip.cores / 1e9:.0f} G{d.compute_dtype.label}-OP/s "
         f"per core (chip peak_flops / cores) x {d.efficiency.compute:.3f}",
-        f"bandwidth: {d.efficiency.thread_bytes_per_cycle:.2f} B/cycle per thread x {(chip.clock or 0) / 1e9:.2f} GHz, "
+        f"bandwidth: {d.efficiency.thread_weights_per_cycle:.2f} weights/cycle per thread x {d.weights.bits:g} bits "
+        f"x {(chip.clock or 0) / 1e9:.2f} GHz = {d.thread_bandwidth / 1e9:.1f} GB/s per thread, "
         f"saturating at {d.efficiency.memory:.2f} x {bw / 1e9:.1f} GB/s (instance memory bandwidth)",
     ] + ([f"{d.tp} sockets: the bandwidth of all of them, assuming NUMA-aware placement (llama.cpp --numa distribute)"]
          if d.tp > 1 else [])

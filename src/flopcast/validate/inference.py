@@ -182,7 +182,7 @@ def validate_inference(path, calibration=None) -> dict:
 
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
-    "request_overhead_s": (1e-5, 0.5), "thread_bytes_per_cycle": (0.3, 30.0),
+    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0)
 }
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
@@ -195,7 +195,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
     table = {}
     for fam in families:
         prior = inf.PRIORS[fam]
-        names = [n for n in _FREE if not (n == "thread_bytes_per_cycle" and fam != "llama.cpp")]
+        names = [n for n in _FREE if not (n == "thread_weights_per_cycle" and fam != "llama.cpp")]
         mine = []
         for row in rows:
             try:
