@@ -23,7 +23,7 @@ Every function here takes floats or numpy arrays for the batch and token counts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -323,9 +323,9 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
     family = engine_family(engine, system)
     if efficiency is None:
         table = inference_calibration if inference_calibration is not None else load_inference_calibration()
-        efficiency = table.get(family, PRIORS[family])
-        if family not in table:
-            notes.append(f"engine family {family} has no calibration: prior efficiencies used")
+        efficiency, note = family_efficiency(table, family)
+        if note:
+            notes.append(note)
     if calibration is None:
         from ..catalog import calibration as _cal
 
@@ -335,6 +335,53 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
     return replace(d, assumptions=tuple(notes))
+
+
+ACCELERATOR_FAMILIES = ("neuronx", "gpu")
+
+
+def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str | None]:
+    """The efficiencies of `family` from a fitted table, and a note when they are not its own.
+
+    A family without fitted rows borrows the geometric mean of the other fitted families of its
+    kind (accelerator engines from accelerator engines; the rule flopcast's training calibration
+    uses for a chip without runs), else its prior: one engine's measured per-layer cost and
+    bandwidth share say more about another accelerator's than a guessed prior does."""
+    if family in table:
+        return table[family], None
+    kin = [f for f in ACCELERATOR_FAMILIES if f != family and f in table] if family in ACCELERATOR_FAMILIES else []
+    if not kin:
+        return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"
+    prior = PRIORS[family]
+    mean = {k: float(np.exp(np.mean([np.log(getattr(table[f], k)) for f in kin])))
+            for k, v in asdict(prior).items() if v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
+    return replace(prior, **mean), (f"engine family {family} has no calibration rows: efficiencies of "
+                                    f"{', '.join(kin)} (fitted) used")
+
+
+def calibration_hardware() -> dict:
+    """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
+    from ..catalog import DATA
+
+    path = DATA / "inference_calibration.yaml"
+    if not path.exists():
+        return {}
+    import yaml
+
+    data = yaml.safe_load(path.read_text()) or {}
+    return (data.get("provenance") or {}).get("hardware_per_family") or {}
+
+
+def calibration_basis(d: Deployment) -> str:
+    """One line: whose measured rows the deployment's engine efficiencies come from."""
+    fitted_on = calibration_hardware().get(d.family) or []
+    chip = d.system.chip.id
+    if not fitted_on:
+        return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
+    if chip in fitted_on:
+        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+    return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
+            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
 
 
 def load_inference_calibration() -> dict:
