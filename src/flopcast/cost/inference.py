@@ -545,10 +545,27 @@ def kv_capacity_tokens(d: Deployment) -> int:
     return max(0, int(free // d.kv_bytes_per_token))
 
 
+STATIC_SHAPE_FAMILIES = ("neuronx",)
+
+
+def decode_window(d: Deployment, input_tokens, output_tokens):
+    """KV tokens each sequence's decode step reads, averaged over the O steps of a request of fixed shape.
+
+    Engines with dynamic shapes (llama.cpp, TGI/vLLM paged attention) read the live context, I + O/2
+    on average (attention cost is linear in it). Neuron engines run a decode graph compiled for a fixed
+    KV length, here the request's sequence length I + O: every step reads and scores the whole window and
+    masks the unused part ("every decode step reads ceil(max_model_len / block_size) KV blocks per request
+    from HBM regardless of the request's actual position ... the DMA traffic is real", Neuron docs, vLLM
+    Neuron "Decode Context-Length Bucketing")."""
+    if d.family in STATIC_SHAPE_FAMILIES:
+        return input_tokens + output_tokens
+    return input_tokens + output_tokens / 2.0
+
+
 def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) -> InferenceResult:
     """TTFT, TPOT, throughput, memory and cost of `batch` requests of fixed shape on one replica.
 
-    TPOT is the decode step at the mean context I + O/2 (attention cost is linear in context)."""
+    TPOT is the decode step at the mean KV window of the request (decode_window)."""
     if batch < 1:
         raise FlopcastError(f"--batch must be a positive integer, got {batch}")
     if input_tokens < 0 or output_tokens < 1:
@@ -556,7 +573,7 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) ->
     t_pre, pre_parts = prefill_time(d, batch, input_tokens)
     t_pre = float(t_pre)
     ttft = t_pre + d.efficiency.request_overhead_s
-    t_dec, dec_parts = decode_time(d, batch, input_tokens + output_tokens / 2.0)
+    t_dec, dec_parts = decode_time(d, batch, decode_window(d, input_tokens, output_tokens))
     tpot = float(t_dec)
     mem, cap = memory(d, batch, input_tokens + output_tokens)
     fits = sum(mem.values()) <= cap
