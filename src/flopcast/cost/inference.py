@@ -331,6 +331,9 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
 
         calibration = _cal()
     d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    if family in STATIC_SHAPE_FAMILIES:
+        notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
+                     "KV window (input + output tokens), not the live context")
     if d.kv_replication > 1:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")

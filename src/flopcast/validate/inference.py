@@ -92,7 +92,7 @@ def configure(row, efficiency_table=None):
     if o is None:
         o = LLAMA_BENCH_TG
         assumed.append(f"output_tokens blank: {LLAMA_BENCH_TG}")
-    return d, batch, i, o, assumed
+    return d, batch, i, o, assumed + list(d.assumptions)
 
 
 def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
