@@ -43,12 +43,26 @@ class WeightFormat:
     cpu_compute: Dtype  # what a CPU engine multiplies in
     accel_compute: Dtype  # what an accelerator engine multiplies in (weight-only quantisation -> bf16)
     source: str
+    output_bits: float | None = None  # bits of the output (logits) matrix when the format stores it differently
+
+    @property
+    def logits_bits(self) -> float:
+        return self.output_bits or self.bits
+
+
+Q6_K_BITS = 8.0 * 210 / 256
 
 
 def _ggml(name, block_bytes, block_weights, note):
-    """A llama.cpp block format: block_bytes per block of block_weights weights (ggml-common.h structs)."""
-    return WeightFormat(name, 8.0 * block_bytes / block_weights, Dtype.INT8, Dtype.BF16,
-                        f"llama.cpp ggml-common.h {note}: {block_bytes} B per {block_weights} weights")
+    """A llama.cpp block format: block_bytes per block of block_weights weights (ggml-common.h structs).
+
+    llama.cpp's quantizer stores output.weight as Q6_K for every such type below 6.56 bits
+    (llama-quant.cpp llama_tensor_get_type: "new_type = GGML_TYPE_Q6_K" for LLM_TENSOR_OUTPUT
+    unless the type is Q8_0), so decode streams the logits matrix at 6.56 bits."""
+    bits = 8.0 * block_bytes / block_weights
+    return WeightFormat(name, bits, Dtype.INT8, Dtype.BF16,
+                        f"llama.cpp ggml-common.h {note}: {block_bytes} B per {block_weights} weights",
+                        Q6_K_BITS if bits < Q6_K_BITS else None)
 
 
 def _mix(name: str, bits: float, what: str = "mix") -> WeightFormat:
@@ -105,7 +119,8 @@ def kv_element_bytes(name: str) -> float:
 
 def weight_bytes(m: Model, fmt: WeightFormat) -> float:
     """Bytes of all weights stored in `fmt` (embeddings and norms included)."""
-    return P.total_params(m) * fmt.bits / 8.0
+    logits = m.vocab * m.hidden
+    return (P.total_params(m) - logits) * fmt.bits / 8.0 + logits * fmt.logits_bits / 8.0
 
 
 def kv_bytes_per_token(m: Model, element_bytes: float) -> float:
@@ -446,7 +461,7 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
                               d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
         "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
         "mlp": _op(2 * mlp_per_token * new_tokens, mlp_stream * wb + act * new_tokens * 2 * h * m.layers, d),
-        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * wb, d),
+        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * d.weights.logits_bits / 8.0, d),
     }
     if d.tp > 1 and not d.is_cpu:
         ar = collective_time(Collective.ALL_REDUCE, new_tokens * h * act, d.tp, 1, d.system, d.calibration)
