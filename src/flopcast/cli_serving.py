@@ -50,10 +50,8 @@ def _assumptions(d: inf.Deployment) -> list[str]:
     table = inf.load_inference_calibration()
     if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
         out += inf.graviton4_assumptions(d)
-    elif d.family not in table:
-        out.append(f"engine family {d.family}: prior efficiencies (no calibration rows)")
-    else:
-        out.append(f"efficiencies of engine family {d.family} fitted on inference_runs.csv")
+    elif d.family in table:
+        out.append(inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
     return out

@@ -12,9 +12,9 @@ synchronisation) and per-request cost are calibrated per engine family on
 
 CPUs: compute is threads x per-core peak of the compute dtype (the chip's peak_flops
 already folds in SVE/NEON width and the i8mm/BF16 matrix instructions); bandwidth is
-threads x (bytes per cycle one thread streams x clock), saturating smoothly at the
-instance's achievable bandwidth: b(n) = nr R / sqrt((nr)^2 + R^2) (a p=2 soft
-minimum; it fits the llama.cpp thread sweep of PR 11917 within 5%). A partial
+threads x r, r = weights one thread dequantises per cycle x bytes per weight x clock,
+saturating smoothly at the instance's achievable bandwidth: b(n) = nr R / sqrt((nr)^2 + R^2)
+(a p=2 soft minimum; it fits the llama.cpp thread sweep of PR 11917 within 6%). A partial
 instance gets the bandwidth its system entry states (memory_bandwidth).
 
 Every function here takes floats or numpy arrays for the batch and token counts.
@@ -23,7 +23,7 @@ Every function here takes floats or numpy arrays for the batch and token counts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -43,12 +43,26 @@ class WeightFormat:
     cpu_compute: Dtype  # what a CPU engine multiplies in
     accel_compute: Dtype  # what an accelerator engine multiplies in (weight-only quantisation -> bf16)
     source: str
+    output_bits: float | None = None  # bits of the output (logits) matrix when the format stores it differently
+
+    @property
+    def logits_bits(self) -> float:
+        return self.output_bits or self.bits
+
+
+Q6_K_BITS = 8.0 * 210 / 256
 
 
 def _ggml(name, block_bytes, block_weights, note):
-    """A llama.cpp block format: block_bytes per block of block_weights weights (ggml-common.h structs)."""
-    return WeightFormat(name, 8.0 * block_bytes / block_weights, Dtype.INT8, Dtype.BF16,
-                        f"llama.cpp ggml-common.h {note}: {block_bytes} B per {block_weights} weights")
+    """A llama.cpp block format: block_bytes per block of block_weights weights (ggml-common.h structs).
+
+    llama.cpp's quantizer stores output.weight as Q6_K for every such type below 6.56 bits
+    (llama-quant.cpp llama_tensor_get_type: "new_type = GGML_TYPE_Q6_K" for LLM_TENSOR_OUTPUT
+    unless the type is Q8_0), so decode streams the logits matrix at 6.56 bits."""
+    bits = 8.0 * block_bytes / block_weights
+    return WeightFormat(name, bits, Dtype.INT8, Dtype.BF16,
+                        f"llama.cpp ggml-common.h {note}: {block_bytes} B per {block_weights} weights",
+                        Q6_K_BITS if bits < Q6_K_BITS else None)
 
 
 def _mix(name: str, bits: float, what: str = "mix") -> WeightFormat:
@@ -105,7 +119,8 @@ def kv_element_bytes(name: str) -> float:
 
 def weight_bytes(m: Model, fmt: WeightFormat) -> float:
     """Bytes of all weights stored in `fmt` (embeddings and norms included)."""
-    return P.total_params(m) * fmt.bits / 8.0
+    logits = m.vocab * m.hidden
+    return (P.total_params(m) - logits) * fmt.bits / 8.0 + logits * fmt.logits_bits / 8.0
 
 
 def kv_bytes_per_token(m: Model, element_bytes: float) -> float:
@@ -131,6 +146,10 @@ def effective_context(m: Model, context):
 
 # ---------------------------------------------------------------- engines and their efficiencies
 
+# NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
+# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
+NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+
 
 @dataclass(frozen=True)
 class EngineEfficiency:
@@ -140,15 +159,18 @@ class EngineEfficiency:
     memory: float = 0.7  # fraction of the memory bandwidth reached streaming weights and KV
     layer_overhead_s: float = 20e-6  # fixed cost per layer per forward pass (launches, syncs)
     request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
-    thread_bytes_per_cycle: float = 3.0  # CPUs: bytes one thread streams per clock cycle
+    thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
 
 
 ENGINE_FAMILIES = ("llama.cpp", "neuronx", "gpu")
 # Priors (the fit is regularised towards them; used alone for a family with no rows):
 # llama.cpp: decode reaches ~80% of STREAM bandwidth at full socket (Arm/llama.cpp
-# Graviton guides); Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
+# Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
+# (a 256-bit SVE dot-product step takes 64 4-bit weights in ~2 instructions plus unpacking and
+# scaling: ~6.6 weights/cycle reached at 2 threads in PR 11917, 4.86 tok/s x 7.1 G weights / 2 / 2.6 GHz).
+# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
 PRIORS = {
-    "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 3.0),
+    "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
     "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
@@ -189,6 +211,37 @@ class Deployment:
         return self.system.chip.kind == "cpu"
 
     @property
+    def shards(self) -> int:
+        """Ranks the model's heads are split over: NeuronCores for Neuron chips (transformers-neuronx
+        shards over cores, 2 per Trainium1/Inferentia2 chip), chips elsewhere; 1 on CPUs."""
+        if self.is_cpu:
+            return 1
+        chip = self.system.chip
+        if chip.family in ("trainium", "inferentia"):
+            return self.tp * NEURON_LOGICAL_CORES.get(chip.id, chip.cores)
+        return self.tp
+
+    @property
+    def kv_replication(self) -> float:
+        """Stored (and read) KV heads over the model's KV heads.
+
+        Each of `shards` ranks holds ceil(kv_heads / shards) KV heads: when the ranks outnumber
+        the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
+        vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
+        multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
+        latent shared by all heads: 1."""
+        m = self.model
+        n = self.shards
+        if n <= 1 or m.mla or not m.kv_heads:
+            return 1.0
+        return n * math.ceil(m.kv_heads / n) / m.kv_heads
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes one token adds to this replica (replication included)."""
+        return kv_bytes_per_token(self.model, self.kv_bytes) * self.kv_replication
+
+    @property
     def compute_dtype(self) -> Dtype:
         return self.weights.cpu_compute if self.is_cpu else self.weights.accel_compute
 
@@ -205,9 +258,17 @@ class Deployment:
     def memory_rate(self) -> float:
         """Bytes/s the replica streams from memory."""
         if self.is_cpu:
-            return cpu_bandwidth(self.threads, self.efficiency.thread_bytes_per_cycle * (self.system.chip.clock or 2.5e9),
+            return cpu_bandwidth(self.threads, self.thread_bandwidth,
                                  self.efficiency.memory * instance_bandwidth(self.system, self.tp))
         return self.system.chip.memory_bandwidth * self.tp * self.efficiency.memory
+
+    @property
+    def thread_bandwidth(self) -> float:
+        """CPUs: bytes/s one thread streams when the memory system is idle: the weights its
+        dequantise-and-dot loop consumes per cycle x their stored bytes x the clock. The loop, not
+        the bytes, sets the pace: llama.cpp at 8 Graviton3 threads decodes the same ~16 G weights/s
+        from q3_K (3.44 bits) and q4_K_M (4.85 bits) (inference_runs.csv, PR 11917 vs PR 15277)."""
+        return self.efficiency.thread_weights_per_cycle * self.weights.bits / 8.0 * (self.system.chip.clock or 2.5e9)
 
     @property
     def memory_capacity(self) -> float:
@@ -260,8 +321,6 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         tp = chips
     if tp < 1 or chips % tp:
         raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips}), got {tp}")
-    if not cpu and model.kv_heads % tp and tp % model.kv_heads and not model.mla:
-        notes.append(f"tp {tp} does not divide {model.kv_heads} KV heads: KV heads are replicated")
     vcpus = system.vcpus or chip.cores * system.chips_per_node
     if cpu:
         per_chip = vcpus // system.chips_per_node
@@ -279,14 +338,68 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
     family = engine_family(engine, system)
     if efficiency is None:
         table = inference_calibration if inference_calibration is not None else load_inference_calibration()
-        efficiency = table.get(family, PRIORS[family])
-        if family not in table:
-            notes.append(f"engine family {family} has no calibration: prior efficiencies used")
+        efficiency, note = family_efficiency(table, family)
+        if note:
+            notes.append(note)
     if calibration is None:
         from ..catalog import calibration as _cal
 
         calibration = _cal()
-    return Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, tuple(notes))
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    if family in STATIC_SHAPE_FAMILIES:
+        notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
+                     "KV window (input + output tokens), not the live context")
+    if d.kv_replication > 1:
+        notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
+                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
+    return replace(d, assumptions=tuple(notes))
+
+
+ACCELERATOR_FAMILIES = ("neuronx", "gpu")
+
+
+def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str | None]:
+    """The efficiencies of `family` from a fitted table, and a note when they are not its own.
+
+    A family without fitted rows borrows the geometric mean of the other fitted families of its
+    kind (accelerator engines from accelerator engines; the rule flopcast's training calibration
+    uses for a chip without runs), else its prior: one engine's measured per-layer cost and
+    bandwidth share say more about another accelerator's than a guessed prior does."""
+    if family in table:
+        return table[family], None
+    kin = [f for f in ACCELERATOR_FAMILIES if f != family and f in table] if family in ACCELERATOR_FAMILIES else []
+    if not kin:
+        return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"
+    prior = PRIORS[family]
+    mean = {k: float(np.exp(np.mean([np.log(getattr(table[f], k)) for f in kin])))
+            for k, v in asdict(prior).items() if v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
+    return replace(prior, **mean), (f"engine family {family} has no calibration rows: efficiencies of "
+                                    f"{', '.join(kin)} (fitted) used")
+
+
+def calibration_hardware() -> dict:
+    """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
+    from ..catalog import DATA
+
+    path = DATA / "inference_calibration.yaml"
+    if not path.exists():
+        return {}
+    import yaml
+
+    data = yaml.safe_load(path.read_text()) or {}
+    return (data.get("provenance") or {}).get("hardware_per_family") or {}
+
+
+def calibration_basis(d: Deployment) -> str:
+    """One line: whose measured rows the deployment's engine efficiencies come from."""
+    fitted_on = calibration_hardware().get(d.family) or []
+    chip = d.system.chip.id
+    if not fitted_on:
+        return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
+    if chip in fitted_on:
+        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+    return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
+            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
 
 
 def load_inference_calibration() -> dict:
@@ -345,10 +458,10 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     parts = {
         "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim + 2 * m.kv_dim) * m.layers, d),
         "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
-                              kv_bytes_per_token(m, d.kv_bytes) * np.asarray(kv_tokens, dtype=float), d),
+                              d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
         "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
         "mlp": _op(2 * mlp_per_token * new_tokens, mlp_stream * wb + act * new_tokens * 2 * h * m.layers, d),
-        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * wb, d),
+        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * d.weights.logits_bits / 8.0, d),
     }
     if d.tp > 1 and not d.is_cpu:
         ar = collective_time(Collective.ALL_REDUCE, new_tokens * h * act, d.tp, 1, d.system, d.calibration)
@@ -431,7 +544,7 @@ def memory(d: Deployment, batch, context) -> tuple[dict, float]:
     """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other."""
     m = d.model
     weights = weight_bytes(m, d.weights)
-    kv = float(batch) * float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes)
+    kv = float(batch) * float(effective_context(m, context)) * d.kv_bytes_per_token
     other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
     return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
 
@@ -440,20 +553,37 @@ def max_batch(d: Deployment, context) -> int:
     """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
     m = d.model
     free = d.memory_capacity - reserve_bytes(d) - weight_bytes(m, d.weights)
-    per_seq = float(effective_context(m, context)) * kv_bytes_per_token(m, d.kv_bytes) + 8.0 * m.hidden * min(context, 4096)
+    per_seq = float(effective_context(m, context)) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
     return max(0, int(free // per_seq))
 
 
 def kv_capacity_tokens(d: Deployment) -> int:
     """Tokens of KV cache the replica can hold beside its weights and reserve."""
     free = d.memory_capacity - reserve_bytes(d) - weight_bytes(d.model, d.weights)
-    return max(0, int(free // kv_bytes_per_token(d.model, d.kv_bytes)))
+    return max(0, int(free // d.kv_bytes_per_token))
+
+
+STATIC_SHAPE_FAMILIES = ("neuronx",)
+
+
+def decode_window(d: Deployment, input_tokens, output_tokens):
+    """KV tokens each sequence's decode step reads, averaged over the O steps of a request of fixed shape.
+
+    Engines with dynamic shapes (llama.cpp, TGI/vLLM paged attention) read the live context, I + O/2
+    on average (attention cost is linear in it). Neuron engines run a decode graph compiled for a fixed
+    KV length, here the request's sequence length I + O: every step reads and scores the whole window and
+    masks the unused part ("every decode step reads ceil(max_model_len / block_size) KV blocks per request
+    from HBM regardless of the request's actual position ... the DMA traffic is real", Neuron docs, vLLM
+    Neuron "Decode Context-Length Bucketing")."""
+    if d.family in STATIC_SHAPE_FAMILIES:
+        return input_tokens + output_tokens
+    return input_tokens + output_tokens / 2.0
 
 
 def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) -> InferenceResult:
     """TTFT, TPOT, throughput, memory and cost of `batch` requests of fixed shape on one replica.
 
-    TPOT is the decode step at the mean context I + O/2 (attention cost is linear in context)."""
+    TPOT is the decode step at the mean KV window of the request (decode_window)."""
     if batch < 1:
         raise FlopcastError(f"--batch must be a positive integer, got {batch}")
     if input_tokens < 0 or output_tokens < 1:
@@ -461,7 +591,7 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) ->
     t_pre, pre_parts = prefill_time(d, batch, input_tokens)
     t_pre = float(t_pre)
     ttft = t_pre + d.efficiency.request_overhead_s
-    t_dec, dec_parts = decode_time(d, batch, input_tokens + output_tokens / 2.0)
+    t_dec, dec_parts = decode_time(d, batch, decode_window(d, input_tokens, output_tokens))
     tpot = float(t_dec)
     mem, cap = memory(d, batch, input_tokens + output_tokens)
     fits = sum(mem.values()) <= cap
@@ -494,7 +624,8 @@ def graviton4_assumptions(d: Deployment) -> list[str]:
         f"no measured {chip.id} runs: {d.family} efficiencies fitted on Graviton3/3E rows of inference_runs.csv",
         f"compute: {d.threads} threads x {_peak(chip, d.compute_dtype) / chip.cores / 1e9:.0f} G{d.compute_dtype.label}-OP/s "
         f"per core (chip peak_flops / cores) x {d.efficiency.compute:.3f}",
-        f"bandwidth: {d.efficiency.thread_bytes_per_cycle:.2f} B/cycle per thread x {(chip.clock or 0) / 1e9:.2f} GHz, "
+        f"bandwidth: {d.efficiency.thread_weights_per_cycle:.2f} weights/cycle per thread x {d.weights.bits:g} bits "
+        f"x {(chip.clock or 0) / 1e9:.2f} GHz = {d.thread_bandwidth / 1e9:.1f} GB/s per thread, "
         f"saturating at {d.efficiency.memory:.2f} x {bw / 1e9:.1f} GB/s (instance memory bandwidth)",
     ] + ([f"{d.tp} sockets: the bandwidth of all of them, assuming NUMA-aware placement (llama.cpp --numa distribute)"]
          if d.tp > 1 else [])

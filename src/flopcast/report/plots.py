@@ -600,7 +600,7 @@ def _counts(d, fn, *args) -> tuple[float, float, float]:
     big = 1e12
     t, _ = fn(d, *args)
     e = d.efficiency
-    fast_memory = replace(d, efficiency=replace(e, memory=e.memory * big, thread_bytes_per_cycle=e.thread_bytes_per_cycle * big))
+    fast_memory = replace(d, efficiency=replace(e, memory=e.memory * big, thread_weights_per_cycle=e.thread_weights_per_cycle * big))
     fast_compute = replace(d, efficiency=replace(e, compute=e.compute * big))
     _, pm = fn(fast_memory, *args)
     _, pc = fn(fast_compute, *args)

@@ -160,7 +160,7 @@ class IterationCost:
         m = d.model
         return cls(tuple(dense.tolist()), 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
                    2.0 * m.layers * (m.q_dim + m.attn_out_dim) / d.compute_rate,
-                   inf.kv_bytes_per_token(m, d.kv_bytes) / d.memory_rate)
+                   d.kv_bytes_per_token / d.memory_rate)
 
     def time(self, new_tokens: int, seqs: int, kv_tokens: float, pairs: float) -> float:
         a = self.logit_flop_s * seqs

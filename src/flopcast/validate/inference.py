@@ -29,9 +29,7 @@ METRICS = {  # csv column -> (metric name, how a prediction gives it)
 }
 LLAMA_BENCH_TG = 128  # llama-bench default text-generation test (tg128) when the source gives no lengths
 DEFAULT_INPUT = 128
-# NeuronCores the runtime shows per chip: Trainium2 groups its 8 physical cores in pairs
-# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
-NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+NEURON_LOGICAL_CORES = inf.NEURON_LOGICAL_CORES
 CAL_PATH = catalog.DATA / "inference_calibration.yaml"
 
 
@@ -94,7 +92,7 @@ def configure(row, efficiency_table=None):
     if o is None:
         o = LLAMA_BENCH_TG
         assumed.append(f"output_tokens blank: {LLAMA_BENCH_TG}")
-    return d, batch, i, o, assumed
+    return d, batch, i, o, assumed + list(d.assumptions)
 
 
 def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
@@ -184,7 +182,7 @@ def validate_inference(path, calibration=None) -> dict:
 
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
-    "request_overhead_s": (1e-5, 0.5), "thread_bytes_per_cycle": (0.3, 30.0),
+    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0)
 }
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
@@ -197,7 +195,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
     table = {}
     for fam in families:
         prior = inf.PRIORS[fam]
-        names = [n for n in _FREE if not (n == "thread_bytes_per_cycle" and fam != "llama.cpp")]
+        names = [n for n in _FREE if not (n == "thread_weights_per_cycle" and fam != "llama.cpp")]
         mine = []
         for row in rows:
             try:
