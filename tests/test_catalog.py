@@ -79,3 +79,36 @@ def test_unknown_name_suggests_closest():
                                          ("2 us", 2e-6), ("820 GiB/s", 820 * 2**30), ("21.5 USD/h", 21.5)])
 def test_units(text, value):
     assert parse(text) == pytest.approx(value)
+
+
+def test_whole_shipped_catalog_loads_and_passes_the_range_checks():
+    """Every chip, system (and its chip) and model loads with the checks user files get; none is refused."""
+    for key in catalog.names("chip"):
+        chip = catalog.load_chip(key)
+        assert chip.memory_bandwidth > 0 and all(p > 0 for p in chip.peak_flops.values()), key
+        assert chip.name == catalog.raw("chip")[key].get("name", key)
+    for key in catalog.names("system"):
+        system = catalog.load_system(key)
+        assert system.chips_per_node >= 1 and system.tiers, key
+        assert system.price_per_hour is None or system.price_per_hour >= 0, key
+        assert catalog.system_for(key) == system
+    for key in catalog.names("model"):
+        m = catalog.load_model(key)
+        assert m.layers >= 1 and m.heads % m.kv_heads == 0 and not m.shape_errors(), key
+        assert m.head_dim or m.mla or m.hidden % m.heads == 0, key
+
+
+def test_every_chip_name_gives_its_default_system():
+    for key in catalog.names("chip"):
+        default = catalog.raw("chip")[key].get("default_system")
+        if default:
+            assert catalog.system_for(key).chip.id == key
+
+
+def test_catalog_shows_every_entry():
+    from flopcast.catalog import show
+
+    for kind in ("chip", "system", "model"):
+        for key in catalog.names(kind):
+            e = show.entry_json(key)
+            assert e["kind"] == kind and e["id"] == key and e["fields"]

@@ -79,9 +79,14 @@ class TrainResult:
         return None if t is None else t / HOUR * self.chips
 
     @property
+    def instances(self) -> int:
+        """Whole instances rented: a cluster of chips that is not a multiple of a node still pays for the node."""
+        return math.ceil(self.chips / self.system.chips_per_node)
+
+    @property
     def instance_hours(self) -> float | None:
-        ch = self.chip_hours
-        return None if ch is None else ch / self.system.chips_per_node
+        t = self.time_to_train_s
+        return None if t is None else t / HOUR * self.instances
 
     @property
     def energy_kwh(self) -> float | None:
@@ -107,7 +112,7 @@ class TrainResult:
             return None
         from .cost.reliability import GoodputAssumptions, goodput_for
 
-        return goodput_for(self, GoodputAssumptions(cv=0.0))
+        return goodput_for(self, GoodputAssumptions())
 
     def why_missing(self) -> dict:
         """For each figure that cannot be computed, why."""
@@ -152,6 +157,7 @@ class TrainResult:
             "time_to_train_s": self.time_to_train_s,
             "time_to_train_days": None if self.time_to_train_s is None else self.time_to_train_s / DAY,
             "chip_hours": self.chip_hours,
+            "instances": self.instances,
             "instance_hours": self.instance_hours,
             "expected_time_to_train_s": self.expected.expected_s if self.expected else None,
             "expected_time_to_train_days": self.expected.expected_s / DAY if self.expected else None,
@@ -169,9 +175,9 @@ class TrainResult:
 
 def resolve_model(model: str | Model, seq_len: int | None = None) -> Model:
     m = model if isinstance(model, Model) else catalog.load_model(model)
-    if seq_len:
+    if seq_len is not None:
         if seq_len < 1:
-            raise FlopcastError(f"--seq-len must be positive, got {seq_len}")
+            raise FlopcastError(f"--seq-len must be a positive number of tokens, got {seq_len}")
         m = replace(m, seq_len=int(seq_len))
     return m
 
@@ -214,6 +220,53 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
         sequence_parallel=None if sequence_parallel is None else (int(bool(sequence_parallel)),),
         dtype=dts, schedule=one(sc), batch_range=batch_range,
     )
+
+
+MAX_TOKENS = 1e17  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens, Dubey et al. 2024)
+
+
+def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
+    vals = [d for d in range(1, limit + 1) if n % d == 0 and ok(d)]
+    return ", ".join(map(str, vals)) or "none"
+
+
+def _check_pinned(m: Model, system: System, layout: dict):
+    """One sentence per pinned field that cannot work whatever the other fields are."""
+    chip, node = system.chip, system.chips_per_node
+    tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
+    if tp is not None:
+        if tp > node:
+            raise FlopcastError(f"--tp {tp} exceeds the {node} chips of one {system.id} node; tensor parallelism "
+                                f"stays within a node (valid: {_valid_divisors(m.heads, node)})")
+        if m.heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
+            ok = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
+            raise FlopcastError(f"--tp {tp} must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
+                                f"valid on {system.id}: {_valid_divisors(m.heads, node, ok)}")
+    if layout.get("sequence_parallel") and tp == 1:
+        raise FlopcastError("--sequence-parallel needs --tp > 1 (it splits the tensor-parallel group's activations)")
+    if pp is not None and pp > m.layers:
+        raise FlopcastError(f"--pp {pp} exceeds the {m.layers} layers of {m.label}")
+    if cp is not None and m.seq_len % cp:
+        raise FlopcastError(f"--cp {cp} must divide the sequence of {m.seq_len} tokens")
+    if ep is not None and ep > 1:
+        if not m.moe:
+            raise FlopcastError(f"--ep {ep}: {m.label} is a dense model (expert parallelism needs experts); leave --ep out")
+        if m.moe.experts % ep:
+            raise FlopcastError(f"--ep {ep} must divide the {m.moe.experts} experts of {m.label} "
+                                f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
+    schedule = layout.get("schedule")
+    if vp is not None and vp > 1:
+        if schedule is not None and _enum(Schedule, schedule, "schedule") != Schedule.INTERLEAVED:
+            raise FlopcastError(f"--vp {vp} needs --schedule interleaved (virtual stages exist only in it)")
+        if pp == 1:
+            raise FlopcastError(f"--vp {vp} needs --pp > 1 (virtual stages split pipeline stages)")
+    dtype = layout.get("dtype")
+    if dtype is not None:
+        d = _enum(Dtype, dtype, "dtype")
+        why = search_mod.training_dtype_problem(chip, d)
+        if why:
+            valid = [x.label for x in Dtype if search_mod.training_dtype_problem(chip, x) is None]
+            raise FlopcastError(f"--dtype {d.label}: {why}; valid on {chip.id}: {', '.join(valid)}")
 
 
 def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
@@ -273,11 +326,12 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     _check_positive(chips=chips)
     if chips > system.max_chips:
         raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; --chips {chips} is more")
-    if tokens is not None and tokens <= 0:
-        raise FlopcastError(f"--tokens must be positive, got {tokens}")
+    if tokens is not None and not 0 < tokens <= MAX_TOKENS:
+        raise FlopcastError(f"--tokens must be positive and at most {MAX_TOKENS:.0e}, got {tokens:.4g}")
     unknown = set(layout) - set(Layout.__dataclass_fields__)
     if unknown:
         raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
+    _check_pinned(m, system, layout)
     space = layout_space(**layout)
     pinned = space.pinned()
     free = [k for k in Layout.__dataclass_fields__ if k not in pinned and not (k == "ep" and not m.moe)]

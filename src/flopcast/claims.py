@@ -432,7 +432,8 @@ def claim_scaling(runs: _Runs) -> tuple[ClaimRow, dict]:
     eff, s_eff = top["efficiency"], stop["efficiency"]
     smallest = next((p["chips"] for p in weak if p["fits"]), None)
     v = verdict(1.0, eff)
-    why = (f"gpt-300b first fits on {smallest:,} chips, not one instance; at 100,000 chips with 0.5 sequence per chip "
+    sizes = ", ".join(f"{n:,}" for n in _sizes(runs.quick))
+    why = (f"of the swept sizes ({sizes} chips) gpt-300b first fits on {smallest:,}, not one instance; at 100,000 chips with 0.5 sequence per chip "
            f"it keeps {100 * eff:.0f}% of the best per-chip rate (MFU {100 * top['mfu']:.0f}%, dp over "
            f"{top['fabric_tiers']['dp']}), with a fixed {strong_gb}-sequence batch only {100 * s_eff:.0f}% "
            f"(MFU {100 * stop['mfu']:.0f}%)." if eff and s_eff else "no size in the sweep gives a fitting layout.")
@@ -485,7 +486,8 @@ def claim_weeks(runs: _Runs) -> tuple[ClaimRow, dict]:
     est = first["trn2_days"] if first else (points[-1]["trn2_days"])
     if first:
         t1 = first["trn1_days"]
-        why = (f"Trainium2 first finishes in under 8 weeks at {first['chips']:,} chips ({first['trn2_days']:.0f} days "
+        why = (f"of the swept sizes ({', '.join(f'{n:,}' for n in sizes)} chips), Trainium2 first finishes in under "
+               f"8 weeks at {first['chips']:,} chips ({first['trn2_days']:.0f} days "
                f"expected with failures), where Trainium1 takes " + (f"{t1:.0f} days." if t1 else "more than it fits."))
     else:
         why = f"Trainium2 needs {est:.0f} days even at {sizes[-1]:,} chips."

@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from . import api, catalog
+from . import api
 from .errors import FlopcastError
 from .progress import Progress
 from .report.html import emit_report, report_options
-from .units import GiB, fmt, parse_count
+from .units import parse_count
 
 
 def _json(obj) -> str:

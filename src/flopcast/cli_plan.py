@@ -12,7 +12,7 @@ from .plan import capacity
 from .plan import search as search_mod
 from .progress import Progress
 from .report.html import emit_report, report_options
-from .units import DAY, GiB, parse_count, parse_duration
+from .units import DAY, parse_count, parse_duration
 
 def _cli():
     from . import cli  # imported here: flopcast.cli imports this module while it loads
@@ -152,11 +152,17 @@ def _point_line(p: capacity.PlanPoint) -> str:
             f"{r.layout.describe()}")
 
 
-def _parsed(parser, text: str, option: str, example: str) -> float:
+def _parsed(parser, text: str, option: str, example: str, unit_required: bool = False) -> float:
+    t = text.strip()
+    if unit_required and t.replace(".", "", 1).lstrip("+-").isdigit():
+        raise FlopcastError(f"{option} {text!r} needs a unit: write e.g. {example}")
     try:
-        return parser(text)
+        v = parser(t)
     except ValueError:
         raise FlopcastError(f"{option} {text!r}: write e.g. {example}") from None
+    if not v > 0:
+        raise FlopcastError(f"{option} must be positive, got {text!r}")
+    return v
 
 
 @click.command("plan")
@@ -182,7 +188,7 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
     t0 = time.perf_counter()
     with Progress("planning", enabled=not as_json) as bar:
         if deadline:
-            d = _parsed(parse_duration, deadline, "--deadline", "30d, 12h or 90min")
+            d = _parsed(parse_duration, deadline, "--deadline", "30d, 12h or 90min", unit_required=True)
             out = capacity.plan_deadline(m, system, n_tokens, d, cal, space, progress=bar)
             what = f"deadline {d / DAY:.1f} days"
         elif budget:
@@ -347,7 +353,8 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
         return "n/a" if isinstance(v, str) else f(v)
 
     rows = [("deployment", lambda p: f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"),
-            ("requests/s", lambda p: f"{p.qps:.3g}"),
+            ("capacity req/s" if qps is None else "offered req/s", lambda p: f"{p.qps:.3g}"),
+            ("served req/s", lambda p: f"{p.result.throughput_requests_per_s:.3g}"),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
             ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None else "n/a"),
             ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None else "n/a"),

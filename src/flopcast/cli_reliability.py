@@ -10,7 +10,7 @@ from .cost.reliability import GoodputAssumptions, goodput_for
 from .errors import FlopcastError
 from .report.html import emit_report, report_options
 from .simulate.reliability import simulate
-from .units import GIGA, HOUR, fmt, fmt_duration, parse_count, parse_duration
+from .units import GIGA, HOUR, GiB, fmt, fmt_duration, parse_count, parse_duration
 
 LAYOUT_OPTIONS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 
@@ -61,7 +61,13 @@ def _reports():
 
 
 def _train(model, hardware, chips, tokens, layout):
-    return api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
+    r = api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
+    if not r.fits:
+        raise FlopcastError(
+            f"{r.model.label} does not fit on {r.chips:,} {r.system.chip.id} chips"
+            f"{' with the given layout' if layout else ' with any layout'}: it needs {r.memory_gib:,.1f} GiB of "
+            f"{r.memory_capacity_bytes / GiB:,.1f} GiB per chip (`flopcast train` shows the breakdown); use more chips")
+    return r
 
 
 @click.command("reliability")
@@ -89,7 +95,8 @@ def _train(model, hardware, chips, tokens, layout):
 @click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
 @click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
 @click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
-@click.option("--cv", type=float, default=None, help="Per-chip step-time coefficient of variation (default 0.02).")
+@click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
+                   "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_options
@@ -216,7 +223,7 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html
           f"{g.expected_s * n / HOUR:>12,.0f} {marginal:>9}")
         prev = (n, r, g)
     for n, msg in errors.items():
-        e(f"{n:>8,}  no valid layout: {msg}")
+        e(f"{n:>8,}  skipped: {msg}")
     e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")
     if knee is not None:
         e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's worth")

@@ -28,10 +28,11 @@ def _seconds(text: str, option: str) -> float:
     t = text.strip().lower().replace(" ", "")
     try:
         if t.endswith("ms"):
-            return float(t[:-2]) / 1e3
-        if t.endswith("us"):
-            return float(t[:-2]) / 1e6
-        v = parse_duration(t)
+            v = float(t[:-2]) / 1e3
+        elif t.endswith("us"):
+            v = float(t[:-2]) / 1e6
+        else:
+            v = parse_duration(t)
     except ValueError:
         raise FlopcastError(f"{option} {text!r} is not a duration; write e.g. 1s, 500ms, 50ms") from None
     if v <= 0:
@@ -54,6 +55,9 @@ def _assumptions(d: inf.Deployment) -> list[str]:
         out.append(inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
+    elif d.tp * d.replicas != d.system.chips_per_node:
+        out.append(f"cost: {d.system.id}'s price pro rata to the {d.tp * d.replicas} of its {d.system.chips_per_node} "
+                   f"chips in use (a smaller instance of the family may rent them whole)")
     return out
 
 
@@ -110,13 +114,15 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
         f"  time per output token    {_ms(r.tpot_s)}",
         f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s",
         f"  decode total             {r.output_tokens_per_s_total * d.replicas:.1f} tokens/s ({d.replicas} replica(s))",
-        f"  prefill                  {r.prefill_tokens_per_s:.0f} tokens/s",
+        f"  prefill                  {r.prefill_tokens_per_s:.0f} tokens/s (compute; TTFT adds "
+        f"{d.efficiency.request_overhead_s * 1e3:.1f} ms per request of engine overhead)",
         f"  end-to-end latency       {r.e2e_s:.3f} s",
         f"  memory per replica       weights {mem['weights'] / GiB:.2f} GiB + KV cache {mem['kv_cache'] / GiB:.2f} GiB "
         f"+ other {mem['other'] / GiB:.2f} GiB = {sum(mem.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB"
         + ("" if r.fits else "  (DOES NOT FIT)"),
         f"  largest batch that fits  {r.max_batch} sequences at {input_tokens + output_tokens} tokens",
-        f"  cost per million output tokens  {_money(r.cost_per_million_output_tokens_usd)}",
+        "  cost per million output tokens  "
+        + (_money(r.cost_per_million_output_tokens_usd) if r.fits else "n/a (the deployment does not fit in memory)"),
         "  decode step: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in r.decode_breakdown_s.items() if v > 0),
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
@@ -153,6 +159,8 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     notes = _assumptions(d)
     capacity = None
     if find_capacity:
+        if qps is not None:
+            raise FlopcastError("--find-capacity searches the request rate; leave out --qps")
         if trace:
             raise FlopcastError("--find-capacity draws Poisson arrivals; leave out --trace")
         if n_requests is not None and n_requests < 10:
@@ -189,7 +197,8 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     if as_json:
         click.echo(json.dumps(out, indent=2, default=float))
         return
-    head = f"{d.model.label} on {replicas} x {d.system.id} replica(s) (tp {d.tp}, {d.weights.name}, {d.family}), " \
+    head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
+           f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
            f"{cfg.scheduler.value} batching"
     lines = [head]
     if capacity is not None:
@@ -211,30 +220,6 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
     click.echo("\n".join(lines))
-
-
-def inference_validation_report(result: dict) -> str:
-    """The text table of validate_inference's result: one line per compared figure, then the summary."""
-    units = {"decode_tokens_per_s_per_stream": "tokens/s", "output_tokens_per_s_total": "tokens/s",
-             "tpot_ms": "ms", "ttft_ms": "ms", "prefill_tokens_per_s": "tokens/s"}
-    out = [f"{'run':5s} {'hardware':12s} {'model':11s} {'metric':32s} {'predicted':>12s} {'measured':>12s} {'error':>8s}"]
-    for r in result["rows"]:
-        if r["status"] != "ok":
-            out.append(f"{r['run_id']:5s} {r['hardware']:12s} {r['model'][:11]:11s} {str(r['metric']):32s} skipped: {r['reason']}")
-            continue
-        u = units[r["metric"]]
-        out.append(f"{r['run_id']:5s} {r['hardware']:12s} {r['model'][:11]:11s} {r['metric']:32s} "
-                   f"{r['predicted']:9.4g} {u:>2s} {r['measured']:9.4g} {u:>2s} {r['error_pct']:+7.1f}%")
-    s = result["summary"]
-
-    def pct(v):
-        return "n/a" if v is None else f"{v:.1f}%"
-
-    out.append(f"figures compared: {s['n_ok']}   skipped: {s['n_skipped']}")
-    out.append(f"MAPE {pct(s['mape_pct'])}   median |error| {pct(s['median_ape_pct'])}   bias {pct(s['bias_pct'])}")
-    for title, key in (("by metric", "by_metric"), ("by source", "by_source"), ("by hardware", "by_hardware")):
-        out.append(f"{title}: " + "; ".join(f"{k} {pct(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
-    return "\n".join(out)
 
 
 COMMANDS = [infer, serve]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -75,31 +76,115 @@ def _unknown(kind: str, name: str) -> FlopcastError:
     return FlopcastError(f"unknown {kind} {name!r}; {hint} (or pass a YAML/TOML file; `flopcast catalog` lists all)")
 
 
+SUFFIXES = (".yaml", ".yml", ".toml")
+# fields a file may name another file in; a relative path is relative to the folder of the file naming it
+_PATH_FIELDS = ("base", "chip", "default_system")
+# fields that tell a file's kind when it has no `base:` (memory and memory_bandwidth belong to chips and CPU instances)
+_KIND_FIELDS = {
+    "model": {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "mlp", "moe", "mla",
+              "head_dim", "sliding_window", "published_params"},
+    "chip": {"peak_flops", "tile", "cores", "sram", "power", "clock", "vector_bits", "simd_units", "isa",
+             "memory_channels", "family", "default_system"},
+    "system": {"chip", "chips_per_node", "tiers", "price_per_hour", "vcpus"},
+}
+_EXAMPLE = {"flop_rate": "667 TFLOP/s", "bytes": "96 GiB", "bandwidth": "2.9 TB/s", "time": "2 us", "power": "700 W",
+            "frequency": "2.6 GHz", "price": "21.5 USD/h"}
+_DIMENSION_WORD = {"flop_rate": "compute rate", "bytes": "size in bytes", "bandwidth": "bandwidth", "time": "time",
+                   "power": "power", "frequency": "frequency", "price": "price"}
+
+
+def is_file(name) -> bool:
+    """Whether a name is meant as a user file (it ends in .yaml, .yml or .toml)."""
+    return Path(str(name)).suffix.lower() in SUFFIXES
+
+
 def _read_file(path: Path) -> dict:
     try:
         text = path.read_text()
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (OSError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-        raise FlopcastError(f"cannot read {path}: {exc}".splitlines()[0]) from None
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        raise FlopcastError(" ".join(f"cannot read {path}: {exc}".split())) from None
     if not isinstance(data, dict):
         raise FlopcastError(f"{path} must hold a mapping of fields (e.g. `base: trainium2`)")
+    for key in _PATH_FIELDS:
+        value = data.get(key)
+        if isinstance(value, str) and is_file(value):
+            target = Path(value).expanduser()
+            if not target.is_absolute():
+                target = path.parent / target
+            if not target.exists():
+                raise FlopcastError(f"{path}: {key}: file {target} does not exist "
+                                    f"(a path in a file is relative to that file's folder, {path.parent})")
+            data[key] = str(target)
     return data
 
 
-def entry(kind: str, name: str) -> tuple[str, dict]:
-    """(id, merged raw entry) for a catalog name or a file path; `base:` is resolved."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml", ".toml") and path.exists():
-        data = _read_file(path)
-        base = data.pop("base", None)
-        if base:
-            _, parent = entry(kind, str(base))
-            merged = _merge(parent, data)
-            merged.setdefault("source", parent.get("source"))
-            return path.stem, merged
-        return path.stem, data
-    if path.suffix in (".yaml", ".yml", ".toml"):
+def _file_data(name: str) -> dict:
+    path = Path(name).expanduser()
+    if not path.exists():
         raise FlopcastError(f"file {name} does not exist")
+    return _read_file(path)
+
+
+def _catalog_kinds(name: str) -> list[str]:
+    return [k for k in ("model", "chip", "system") if resolve_name(k, name)]
+
+
+def _check_cycle(name: str, chain: tuple) -> tuple:
+    key = str(Path(name).expanduser().resolve())
+    if key in chain:
+        raise FlopcastError(f"{name}: `base:` files form a loop; a file cannot be based on itself")
+    return chain + (key,)
+
+
+def file_kind(name: str, _chain: tuple = ()) -> str | None:
+    """'model', 'chip' or 'system' for a user file: its `base:`'s kind, else the fields it sets; None if unclear."""
+    _chain = _check_cycle(name, _chain)
+    data = _file_data(name)
+    if "chip" in data:
+        return "system"
+    base = data.get("base")
+    if base is not None:
+        base = str(base)
+        if is_file(base):
+            kind = file_kind(base, _chain)
+            if kind:
+                return kind
+        else:
+            kinds = _catalog_kinds(base)
+            if len(kinds) == 1:
+                return kinds[0]
+    kinds = [k for k, fields in _KIND_FIELDS.items() if fields & set(data)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def entry(kind: str, name: str, _chain: tuple = ()) -> tuple[str, dict]:
+    """(id, merged raw entry) for a catalog name or a file path; `base:` is resolved.
+
+    A file with `base:` and no `name:` is displayed as "FILE (based on BASE's name)".
+    """
+    if is_file(name):
+        path = Path(name).expanduser()
+        _chain = _check_cycle(name, _chain)
+        data = _file_data(name)
+        actual = file_kind(name)
+        if actual and actual != kind and not (kind == "system" and actual == "chip"):
+            raise FlopcastError(f"{name} is a {actual} file, not a {kind} file")
+        base = data.pop("base", None)
+        if base is None:
+            return path.stem, data
+        base = str(base)
+        if not is_file(base) and resolve_name(kind, base) is None:
+            other = [k for k in _catalog_kinds(base) if k != kind]
+            if other:
+                raise FlopcastError(f"{name}: base {base!r} is a {other[0]}, not a {kind}")
+            raise FlopcastError(f"{name}: base: {_unknown(kind, base)}")
+        parent_id, parent = entry(kind, base, _chain)
+        merged = _merge(parent, data)
+        merged.setdefault("source", parent.get("source"))
+        if "name" not in data:
+            merged["name"] = f"{path.stem} (based on {parent.get('name', parent_id)})"
+        return path.stem, merged
     key = resolve_name(kind, name)
     if key is None:
         raise _unknown(kind, name)
@@ -116,62 +201,143 @@ def _merge(parent: dict, child: dict) -> dict:
     return out
 
 
-def _q(entry_id: str, data: dict, key: str, dimension: str, required: bool = True):
+def _label(kind: str, name: str, entry_id: str) -> str:
+    """How errors name an entry: the file as the user wrote it, or the catalog key."""
+    return str(name) if is_file(name) else entry_id
+
+
+def _unit_hint(value, dimension: str) -> str:
+    """'5.8 TB' for a bandwidth -> '5.8 TB/s'; otherwise its number with the dimension's usual unit."""
+    text = str(value).strip()
+    if dimension in ("bandwidth", "flop_rate"):
+        try:
+            parse(text + "/s", dimension)
+            return text + "/s"
+        except UnitError:
+            pass
+    words = text.replace(",", "").split()
+    try:
+        number = float(words[0]) if words else None
+    except ValueError:
+        number = None
+    if number is None:
+        return _EXAMPLE[dimension]
+    return f"{words[0]} {_EXAMPLE[dimension].split()[1]}"
+
+
+def _bad(label: str, key: str, value, valid: str) -> FlopcastError:
+    return FlopcastError(f"{label}: {key}: {value!r} is out of range; valid: {valid}")
+
+
+def _quantity(label: str, key: str, value, dimension: str, minimum: str = "positive") -> float:
+    """A quantity with its unit, in SI; `minimum` is 'positive' (> 0) or 'nonnegative' (>= 0)."""
+    word = _DIMENSION_WORD.get(dimension, dimension)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise FlopcastError(f"{label}: {key}: {value!r} is not a {word}; write e.g. {_EXAMPLE[dimension]}")
+    try:
+        out = parse(value, dimension)
+    except UnitError:
+        raise FlopcastError(f"{label}: {key}: {value!r} is not a {word}; "
+                            f"write e.g. {_unit_hint(value, dimension)}") from None
+    if out != out or out in (float("inf"), float("-inf")):
+        raise _bad(label, key, value, f"a finite {word}, e.g. {_EXAMPLE[dimension]}")
+    if minimum == "positive" and out <= 0:
+        raise _bad(label, key, value, f"a {word} above zero, e.g. {_EXAMPLE[dimension]}")
+    if minimum == "nonnegative" and out < 0:
+        raise _bad(label, key, value, f"a {word} of zero or more, e.g. {_EXAMPLE[dimension]}")
+    return out
+
+
+def _q(entry_id: str, data: dict, key: str, dimension: str, required: bool = True, minimum: str = "positive",
+       path: str | None = None):
     value = data.get(key)
     if value is None:
         if required:
-            raise FlopcastError(f"{entry_id}: field {key!r} is missing (a {dimension} such as the catalog's)")
+            word = _DIMENSION_WORD.get(dimension, dimension)
+            raise FlopcastError(f"{entry_id}: field {path or key!r} is missing (a {word} such as "
+                                f"{_EXAMPLE[dimension]})")
         return None
-    try:
-        return parse(value, dimension)
-    except UnitError as exc:
-        raise FlopcastError(f"{entry_id}: field {key!r}: {exc}") from None
+    return _quantity(entry_id, path or key, value, dimension, minimum)
 
 
-def _int(entry_id: str, data: dict, key: str, default=None) -> int:
+def _int(entry_id: str, data: dict, key: str, default=None, minimum: int = 1, path: str | None = None) -> int:
+    """A count: an integer, at least `minimum` (1 unless said otherwise)."""
     value = data.get(key, default)
+    field_name = path or key
+    valid = "a positive integer" if minimum == 1 else f"an integer of {minimum} or more"
     if value is None:
-        raise FlopcastError(f"{entry_id}: field {key!r} is missing (a positive integer)")
-    try:
+        raise FlopcastError(f"{entry_id}: field {field_name!r} is missing ({valid})")
+    if isinstance(value, bool):
+        raise _bad(entry_id, field_name, value, valid)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise FlopcastError(f"{entry_id}: {field_name}: {value!r} is not an integer; valid: {valid}")
         out = int(value)
-    except (TypeError, ValueError):
-        raise FlopcastError(f"{entry_id}: field {key!r} must be an integer, got {value!r}") from None
-    if out < 0:
-        raise FlopcastError(f"{entry_id}: field {key!r} must not be negative, got {out}")
+    elif isinstance(value, int):
+        out = value
+    else:
+        try:
+            out = int(str(value).replace(",", "").replace("_", "").strip())
+        except ValueError:
+            raise FlopcastError(f"{entry_id}: {field_name}: {value!r} is not an integer; valid: {valid}") from None
+    if out < minimum:
+        raise _bad(entry_id, field_name, value, valid)
     return out
+
+
+def _opt_int(entry_id: str, data: dict, key: str, minimum: int = 0, path: str | None = None) -> int:
+    """An optional count: 0 where absent or null."""
+    return 0 if data.get(key) is None else _int(entry_id, data, key, minimum=minimum, path=path)
+
+
+def _mapping(label: str, data: dict, key: str) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FlopcastError(f"{label}: {key}: {value!r} must be a mapping of fields")
+    return value
 
 
 def load_chip(name: str) -> Chip:
     cid, d = entry("chip", name)
+    label = _label("chip", name, cid)
     peaks = {}
-    for key, value in (d.get("peak_flops") or {}).items():
-        dtype_name = "fp8" if key == "cfp8" else key
-        if dtype_name.upper() not in Dtype.__members__ or value is None:
+    valid_types = ", ".join([t.label for t in Dtype] + ["cfp8"])
+    for key, value in _mapping(label, d, "peak_flops").items():
+        dtype_name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
+        if dtype_name.upper() not in Dtype.__members__:
+            raise FlopcastError(f"{label}: peak_flops.{key}: unknown data type; valid: {valid_types}")
+        if value is None:
             continue
-        try:
-            peaks[Dtype[dtype_name.upper()]] = parse(value, "flop_rate")
-        except UnitError as exc:
-            raise FlopcastError(f"{cid}: peak_flops.{key}: {exc}") from None
+        peaks[Dtype[dtype_name.upper()]] = _quantity(label, f"peak_flops.{key}", value, "flop_rate")
     if not peaks:
-        raise FlopcastError(f"{cid}: field 'peak_flops' needs at least one data type, e.g. `bf16: 667 TFLOP/s`")
+        raise FlopcastError(f"{label}: field 'peak_flops' needs at least one data type, e.g. `bf16: 667 TFLOP/s`")
+    kind = d.get("kind", "accelerator")
+    if kind not in ("accelerator", "cpu"):
+        raise FlopcastError(f"{label}: kind: {kind!r} is not a chip kind; valid: accelerator, cpu")
+    tile = d.get("tile") or (128, 128)
+    if not isinstance(tile, (list, tuple)) or len(tile) != 2:
+        raise FlopcastError(f"{label}: tile: {tile!r} is out of range; valid: two positive integers, e.g. [128, 128]")
+    tile = tuple(_int(label, {"tile": t}, "tile", path=f"tile[{i}]") for i, t in enumerate(tile))
     return Chip(
         id=cid,
-        name=d.get("name", cid),
-        kind=d.get("kind", "accelerator"),
+        name=str(d.get("name", cid)),
+        kind=kind,
         family=d.get("family", cid),
         peak_flops=peaks,
-        memory=_q(cid, d, "memory", "bytes", required=d.get("kind") != "cpu"),
-        memory_bandwidth=_q(cid, d, "memory_bandwidth", "bandwidth"),
-        sram=_q(cid, d, "sram", "bytes", required=False),
-        power=_q(cid, d, "power", "power", required=False),
-        tile=tuple(d.get("tile") or (128, 128)),
-        cores=_int(cid, d, "cores", 1) or 1,
-        default_system=d.get("default_system", ""),
-        clock=_q(cid, d, "clock", "frequency", required=False),
-        vector_bits=int(d.get("vector_bits") or 0),
-        simd_units=int(d.get("simd_units") or 0),
+        memory=_q(label, d, "memory", "bytes", required=kind != "cpu"),
+        memory_bandwidth=_q(label, d, "memory_bandwidth", "bandwidth"),
+        sram=_q(label, d, "sram", "bytes", required=False),
+        power=_q(label, d, "power", "power", required=False),
+        tile=tile,
+        cores=_int(label, d, "cores", 1),
+        default_system=d.get("default_system", "") or "",
+        clock=_q(label, d, "clock", "frequency", required=False),
+        vector_bits=_opt_int(label, d, "vector_bits"),
+        simd_units=_opt_int(label, d, "simd_units"),
         isa=tuple(d.get("isa") or ()),
-        memory_channels=int(d.get("memory_channels") or 0),
+        memory_channels=_opt_int(label, d, "memory_channels"),
         sources=_source_map(d),
         notes=dict(d.get("notes") or {}),
     )
@@ -181,52 +347,81 @@ def _source_map(d: dict) -> dict:
     return {"*": d.get("source"), **(d.get("sources") or {})}
 
 
+def _chip_file_hint(name: str) -> str:
+    return (f"{name} is a chip file; a system file names its chip with `chip:` "
+            f"(e.g. `base: trn2.48xlarge` and `chip: {Path(name).name}`)")
+
+
 def load_system(name: str) -> System:
+    if is_file(name) and file_kind(name) == "chip":
+        raise FlopcastError(_chip_file_hint(name))
     sid, d = entry("system", name)
-    if "chip" not in d:
-        raise FlopcastError(f"{sid}: field 'chip' is missing (a chip name such as trainium2, or a chip file)")
+    label = _label("system", name, sid)
+    if d.get("chip") is None:
+        raise FlopcastError(f"{label}: field 'chip' is missing (a chip name such as trainium2, or a chip file)")
     chip = load_chip(str(d["chip"]))
+    chips_per_node = _int(label, d, "chips_per_node", 1)
+    tier_list = d.get("tiers") or []
+    if not isinstance(tier_list, list):
+        raise FlopcastError(f"{label}: tiers: must be a list of tiers, innermost first (see SCHEMA.md)")
     tiers = []
-    for i, t in enumerate(d.get("tiers") or []):
-        tid = f"{sid} tier {i}"
-        if t.get("bandwidth") is None and sid in raw("system"):
+    for i, t in enumerate(tier_list):
+        if not isinstance(t, dict):
+            raise FlopcastError(f"{label}: tiers[{i}]: {t!r} must be a mapping (name, size, topology, bandwidth, latency)")
+        tid = f"{label} tier {t.get('name', i)}"
+        if t.get("bandwidth") is None and any(t is c for c in _catalog_tiers()):
             continue  # a link the catalog has no figure for (its note says why); not modelled
         try:
             topology = Topology(t.get("topology", "switch"))
         except ValueError:
             raise FlopcastError(f"{tid}: topology {t.get('topology')!r}; valid: "
                                 f"{', '.join(x.value for x in Topology)}") from None
+        size = _int(tid, t, "size")
+        dims = t.get("dims") or ()
+        if not isinstance(dims, (list, tuple)):
+            raise FlopcastError(f"{tid}: dims: {dims!r} must be a list of positive integers, e.g. [4, 4]")
         tiers.append(Tier(
             name=t.get("name", f"tier{i}"),
-            size=_int(tid, t, "size"),
+            size=size,
             topology=topology,
             bandwidth=_q(tid, t, "bandwidth", "bandwidth"),
-            latency=_q(tid, t, "latency", "time", required=False) or 0.0,
-            dims=tuple(t.get("dims") or ()),
-            scale_out=bool(t.get("scale_out", i > 0 and t.get("size", 0) > _int(sid, d, "chips_per_node", 1))),
+            latency=_q(tid, t, "latency", "time", required=False, minimum="nonnegative") or 0.0,
+            dims=tuple(_int(tid, {"dims": x}, "dims", path=f"dims[{j}]") for j, x in enumerate(dims)),
+            scale_out=bool(t.get("scale_out", i > 0 and size > chips_per_node)),
         ))
-    chips_per_node = _int(sid, d, "chips_per_node", 1) or 1
     if not tiers:
         # no published link: the system is modelled as one node, its chips unable to exchange data fast
         tiers.append(Tier("unpublished", chips_per_node, Topology.SWITCH, 1e9, 1e-5))
     return System(
         id=sid,
-        name=d.get("name", sid),
+        name=str(d.get("name", sid)),
         chip=chip,
         chips_per_node=chips_per_node,
         tiers=tuple(tiers),
-        price_per_hour=_q(sid, d, "price_per_hour", "price", required=False),
-        vcpus=int(d.get("vcpus") or 0),
-        host_memory=_q(sid, d, "memory", "bytes", required=False),
-        memory_bandwidth=_q(sid, d, "memory_bandwidth", "bandwidth", required=False),
+        price_per_hour=_q(label, d, "price_per_hour", "price", required=False, minimum="nonnegative"),
+        vcpus=_opt_int(label, d, "vcpus"),
+        host_memory=_q(label, d, "memory", "bytes", required=False),
+        memory_bandwidth=_q(label, d, "memory_bandwidth", "bandwidth", required=False),
         sources=_source_map(d),
         notes=dict(d.get("notes") or {}),
     )
 
 
+def _catalog_tiers() -> list:
+    return [t for e in raw("system").values() for t in (e.get("tiers") or [])]
+
+
 def system_for(name: str) -> System:
-    """A system by name; a chip name gives that chip's default system."""
-    if resolve_name("system", name) is not None or Path(name).suffix in (".yaml", ".yml", ".toml"):
+    """A system by name; a chip name gives that chip's default system, a chip file that system with its chip."""
+    if is_file(name):
+        if file_kind(name) != "chip":
+            return load_system(name)
+        chip = load_chip(name)
+        if not chip.default_system:
+            raise FlopcastError(_chip_file_hint(name) + "; or give the chip file a `default_system:`")
+        node = load_system(chip.default_system)
+        return replace(node, id=chip.id, name=f"{node.name} with {chip.name}", chip=chip)
+    if resolve_name("system", name) is not None:
         return load_system(name)
     chip_key = resolve_name("chip", name)
     if chip_key is not None:
@@ -238,62 +433,90 @@ def system_for(name: str) -> System:
 
 def load_model(name: str) -> Model:
     mid, d = entry("model", name)
-    return model_from_dict(mid, d)
+    return model_from_dict(mid, d, label=_label("model", name, mid))
 
 
-def model_from_dict(mid: str, d: dict) -> Model:
+def model_from_dict(mid: str, d: dict, label: str | None = None) -> Model:
+    """A Model from its catalog fields; every count is checked (positive integer) and the dims for consistency."""
+    label = label or mid
     try:
         mlp = Mlp(str(d.get("mlp", "gelu")).lower())
     except ValueError:
-        raise FlopcastError(f"{mid}: mlp {d.get('mlp')!r}; valid: gelu, swiglu") from None
+        raise FlopcastError(f"{label}: mlp {d.get('mlp')!r}; valid: gelu, swiglu") from None
     moe = None
     if d.get("moe"):
-        e = d["moe"]
+        e = _mapping(label, d, "moe")
         moe = Moe(
-            experts=_int(mid, e, "experts"),
-            topk=_int(mid, e, "topk"),
-            expert_ffn=_int(mid, e, "expert_ffn"),
-            shared_experts=_int(mid, e, "shared_experts", 0),
-            shared_ffn=e.get("shared_ffn"),
-            dense_layers=_int(mid, e, "dense_layers", 0),
-            layer_freq=_int(mid, e, "layer_freq", 1) or 1,
+            experts=_int(label, e, "experts", path="moe.experts"),
+            topk=_int(label, e, "topk", path="moe.topk"),
+            expert_ffn=_int(label, e, "expert_ffn", path="moe.expert_ffn"),
+            shared_experts=_opt_int(label, e, "shared_experts", path="moe.shared_experts"),
+            shared_ffn=None if e.get("shared_ffn") is None else _int(label, e, "shared_ffn", path="moe.shared_ffn"),
+            dense_layers=_opt_int(label, e, "dense_layers", path="moe.dense_layers"),
+            layer_freq=_int(label, e, "layer_freq", 1, path="moe.layer_freq"),
         )
-    mla = Mla(**{k: _int(mid, d["mla"], k) for k in Mla.__dataclass_fields__}) if d.get("mla") else None
-    heads = _int(mid, d, "heads")
-    layers = _int(mid, d, "layers")
-    if layers == 0 or heads == 0:
-        raise FlopcastError(f"{mid}: layers and heads must be positive")
+    mla = None
+    if d.get("mla"):
+        a = _mapping(label, d, "mla")
+        mla = Mla(**{k: _int(label, a, k, path=f"mla.{k}") for k in Mla.__dataclass_fields__})
+    layers = _int(label, d, "layers")
+    heads = _int(label, d, "heads")
+    hidden = _int(label, d, "hidden")
+    kv_heads = heads if d.get("kv_heads") is None else _int(label, d, "kv_heads")
     sw = d.get("sliding_window") or {}
-    ffn = d.get("ffn_hidden")
-    if ffn is None:
-        if moe and moe.dense_layers == 0:
-            ffn = moe.expert_ffn
-        else:
-            ffn = 4 * _int(mid, d, "hidden")
-    return Model(
+    if isinstance(sw, dict):
+        window = _opt_int(label, sw, "window", path="sliding_window.window")
+        every = _opt_int(label, sw, "every", path="sliding_window.every")
+    else:
+        window, every = _opt_int(label, d, "sliding_window"), 0
+    if d.get("ffn_hidden") is not None:
+        ffn = _int(label, d, "ffn_hidden")
+    elif moe and moe.dense_layers == 0:
+        ffn = moe.expert_ffn
+    else:
+        ffn = 4 * hidden
+    model = Model(
         id=mid,
-        name=d.get("name", mid),
+        name=str(d.get("name", mid)),
         layers=layers,
-        hidden=_int(mid, d, "hidden"),
+        hidden=hidden,
         heads=heads,
-        kv_heads=_int(mid, d, "kv_heads", heads) or heads,
-        ffn_hidden=int(ffn),
-        vocab=_int(mid, d, "vocab"),
-        seq_len=_int(mid, d, "seq_len", 2048),
+        kv_heads=kv_heads,
+        ffn_hidden=ffn,
+        vocab=_int(label, d, "vocab"),
+        seq_len=_int(label, d, "seq_len", 2048),
         mlp=mlp,
-        head_dim=int(d.get("head_dim") or 0),
+        head_dim=0 if d.get("head_dim") is None else _int(label, d, "head_dim"),
         tied_embeddings=bool(d.get("tied_embeddings", False)),
         dropout=bool(d.get("dropout", False)),
         moe=moe,
         mla=mla,
-        sliding_window=int(sw.get("window", 0)) if isinstance(sw, dict) else int(sw or 0),
-        sliding_every=int(sw.get("every", 0)) if isinstance(sw, dict) else 0,
-        batch_tokens=float(d.get("batch_tokens") or 0.0),
-        published_params=float(d.get("published_params") or 0.0),
-        published_active_params=float(d.get("published_active_params") or 0.0),
+        sliding_window=window,
+        sliding_every=every,
+        batch_tokens=_count(label, d, "batch_tokens"),
+        published_params=_count(label, d, "published_params"),
+        published_active_params=_count(label, d, "published_active_params"),
         source=str(d.get("source", "")),
         notes=dict(d.get("notes") or {}),
     )
+    for key, value, valid in model.shape_errors():
+        raise _bad(label, key, value, valid)
+    return model
+
+
+def _count(label: str, d: dict, key: str) -> float:
+    """A large optional count such as parameters or tokens (0 where unknown); never negative."""
+    value = d.get(key)
+    if value is None:
+        return 0.0
+    try:
+        out = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        raise FlopcastError(f"{label}: {key}: {value!r} is not a number; valid: a count of zero or more, "
+                            "e.g. 8030000000") from None
+    if not out >= 0 or out == float("inf"):
+        raise _bad(label, key, value, "a count of zero or more")
+    return out
 
 
 @functools.cache

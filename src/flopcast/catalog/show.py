@@ -6,7 +6,8 @@ from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from ..units import GiB, fmt
-from . import close_matches, load_chip, load_model, load_system, names, raw, resolve_name, sources
+from . import (_read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
+               resolve_name, sources, system_for)
 
 
 def _model_row(key):
@@ -43,6 +44,12 @@ def listing_json() -> dict:
 
 
 def _kind_of(name: str) -> str:
+    if is_file(name):
+        kind = file_kind(name)
+        if kind is None:
+            raise FlopcastError(f"cannot tell whether {name} is a model, chip or system file: give it `base: NAME` "
+                                "or the fields of one kind (see src/flopcast/catalog/data/SCHEMA.md)")
+        return kind
     for kind in ("model", "chip", "system"):
         if resolve_name(kind, name):
             return kind
@@ -76,28 +83,78 @@ def _flatten(d, prefix=""):
 
 
 def entry_json(name: str) -> dict:
+    """One entry, field by field with its source: a catalog name, or a user file as it resolves (after `base:`)."""
     kind = _kind_of(name)
+    if is_file(name):
+        return _file_json(kind, name)
     key = resolve_name(kind, name)
     d = raw(kind)[key]
     notes = d.get("notes") or {}
     fields = [{"field": p, "value": v, "source": _source_of(d, p), "note": notes.get(p)} for p, v in _flatten(d)]
+    out = {"kind": kind, "id": key, "name": d.get("name", key), "fields": fields, "sources": _refs(fields, d)}
+    if kind == "model":
+        _add_params(out, load_model(key))
+    return out
+
+
+def _refs(fields: list, d: dict) -> dict:
     used = {f["source"] for f in fields} | {d.get("source")}
     refs = {}
     for s in used:
         for sid in str(s).split(", "):
             if sid in sources():
                 refs[sid] = sources()[sid]
-    out = {"kind": kind, "id": key, "name": d.get("name", key), "fields": fields, "sources": refs}
+    return refs
+
+
+def _add_params(out: dict, m) -> None:
+    out["computed_params"] = total_params(m)
+    out["computed_active_params"] = active_params(m)
+
+
+def _file_json(kind: str, name: str) -> dict:
+    """A user file: the merged entry; fields the file sets cite the file (or its own `source:`), the rest the base."""
+    from pathlib import Path
+
+    # load it as the commands do, so a file that would be refused there is refused here, with the same error
     if kind == "model":
-        m = load_model(key)
-        out["computed_params"] = total_params(m)
-        out["computed_active_params"] = active_params(m)
+        obj = load_model(name)
+    elif kind == "chip":
+        obj = load_chip(name)
+    else:
+        obj = load_system(name)
+    eid, d = entry(kind, name)
+    own = _read_file(Path(name).expanduser())
+    base = own.pop("base", None)
+    own_paths = {p for p, _ in _flatten(own)}
+    own_sources, own_notes = own.get("sources") or {}, own.get("notes") or {}
+    own_default = own.get("source") or f"file {name}"
+    notes = d.get("notes") or {}
+    fields = []
+    for p, v in _flatten(d):
+        if p in own_paths or p.split(".")[0] in own and p.split(".")[0] in ("tiers", "moe", "mla"):
+            sid = own_sources.get(p) or own_sources.get(p.split(".")[0]) or own_default
+            fields.append({"field": p, "value": v, "source": ", ".join(sid) if isinstance(sid, list) else sid,
+                           "note": own_notes.get(p)})
+        else:
+            fields.append({"field": p, "value": v, "source": _source_of(d, p), "note": notes.get(p)})
+    out = {"kind": kind, "id": eid, "name": obj.name, "file": name, "based_on": None if base is None else str(base),
+           "fields": fields, "sources": _refs(fields, d)}
+    if kind == "chip" and obj.default_system:
+        out["hardware"] = system_for(name).name  # what `--hardware FILE` gives
+    if kind == "model":
+        _add_params(out, obj)
     return out
 
 
 def entry_text(name: str) -> str:
     e = entry_json(name)
     lines = [f"{e['kind']} {e['id']}: {e['name']}"]
+    if "file" in e:
+        lines.append(f"  user file {e['file']}" + (f", based on {e['based_on']}" if e["based_on"] else "")
+                     + "; fields it sets cite it, the rest its base's sources")
+        if e.get("hardware"):
+            lines.append(f"  as --hardware: {e['hardware']}")
     if e["kind"] == "model":
         lines.append(f"  parameters (computed from the dimensions): {e['computed_params'] / 1e9:.2f}B"
                      + (f", {e['computed_active_params'] / 1e9:.2f}B active per token"

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import FlopcastError
 from ..model.system import Dtype, System
-from ..model.workload import Mlp, Model
+from ..model.workload import Model
 from . import params as P
 from .comm import Collective, collective_time
 
@@ -140,7 +140,7 @@ def effective_context(m: Model, context):
     context = np.asarray(context, dtype=float)
     if not m.sliding_window:
         return context
-    full_share = 1.0 / m.sliding_every if m.sliding_every > 1 else 0.0
+    full_share = 1.0 - m.sliding_share
     return full_share * context + (1 - full_share) * np.minimum(context, m.sliding_window)
 
 
@@ -593,11 +593,12 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) ->
     ttft = t_pre + d.efficiency.request_overhead_s
     t_dec, dec_parts = decode_time(d, batch, decode_window(d, input_tokens, output_tokens))
     tpot = float(t_dec)
-    mem, cap = memory(d, batch, input_tokens + output_tokens)
-    fits = sum(mem.values()) <= cap
     total = batch / tpot
     price = d.price_per_hour
-    cost = None if price is None else price / 3600.0 / (total * d.replicas) * 1e6
+    mem, cap = memory(d, batch, input_tokens + output_tokens)
+    fits = sum(mem.values()) <= cap
+    # a deployment that does not fit serves nothing: no cost per token
+    cost = None if price is None or not fits else price / 3600.0 / (total * d.replicas) * 1e6
     notes = list(d.assumptions)
     if not fits:
         notes.append(f"does not fit: needs {sum(mem.values()) / 2**30:.1f} GiB of {cap / 2**30:.1f} GiB")

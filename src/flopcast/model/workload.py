@@ -50,13 +50,45 @@ class Model:
     moe: Moe | None = None
     mla: Mla | None = None
     sliding_window: int = 0  # tokens; 0 = full attention everywhere
-    sliding_every: int = 0  # every Nth layer is full attention, the others sliding (gpt-oss: 2)
+    sliding_every: int = 0  # every Nth layer is full attention, the others sliding (gpt-oss: 2); 0 or 1: all sliding
     batch_tokens: float = 0.0  # customary global batch in tokens; 0 = unknown
     published_params: float = 0.0
     published_active_params: float = 0.0
     source: str = ""
     id: str = ""
     notes: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def shape_errors(self) -> list[tuple[str, int, str]]:
+        """(field, value, what is valid) for each dimension inconsistent with the others; [] if none.
+
+        Attention splits `heads` query heads into groups that share one of `kv_heads` key/value
+        heads, so kv_heads must divide heads; without an explicit `head_dim` each head is
+        hidden / heads wide (`d_head`), so heads must divide hidden. MLA sets its own head widths.
+        """
+        out = []
+        if self.kv_heads and self.heads % self.kv_heads:
+            divisors = [d for d in range(1, self.heads + 1) if self.heads % d == 0]
+            shown = ", ".join(map(str, divisors[:12])) + (", ..." if len(divisors) > 12 else "")
+            out.append(("kv_heads", self.kv_heads, f"a divisor of heads ({self.heads}): {shown}"))
+        if not self.head_dim and not self.mla and self.heads and self.hidden % self.heads:
+            lo = self.hidden // self.heads * self.heads
+            near = " or ".join(str(v) for v in (lo, lo + self.heads) if v > 0)
+            out.append(("hidden", self.hidden, f"a multiple of heads ({self.heads}), e.g. {near}, "
+                                               "or set head_dim (then hidden need not divide)"))
+        if self.moe:
+            if self.moe.topk > self.moe.experts:
+                out.append(("moe.topk", self.moe.topk, f"1 to moe.experts ({self.moe.experts})"))
+            if self.moe.dense_layers > self.layers:
+                out.append(("moe.dense_layers", self.moe.dense_layers, f"0 to layers ({self.layers})"))
+        return out
+
+    @property
+    def sliding_share(self) -> float:
+        """Share of the layers with windowed attention: none without a window; with one, all but every
+        `sliding_every`-th layer (gpt-oss alternates, 1/2), or all when sliding_every is 0 or 1 (Mistral 7B)."""
+        if not self.sliding_window:
+            return 0.0
+        return 1.0 - 1.0 / self.sliding_every if self.sliding_every > 1 else 1.0
 
     @property
     def d_head(self) -> int:

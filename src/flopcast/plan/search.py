@@ -211,6 +211,21 @@ def _apply(named: dict, ok: np.ndarray, rejected: dict, weight: int = 1) -> np.n
     return ok
 
 
+def training_dtype_problem(chip, dtype: Dtype) -> str | None:
+    """Why `chip` cannot train in `dtype`, or None. FP8 needs FP8 units (no bf16 fallback for training);
+    int8 is an inference format."""
+    if dtype == Dtype.INT8:
+        return "int8 is an inference format, not a training dtype"
+    if dtype == Dtype.FP8 and Dtype.FP8 not in chip.peak_flops:
+        return f"{chip.id} has no FP8 units (the catalog gives no fp8 peak)"
+    try:
+        chip.peak(dtype)
+    except FlopcastError:
+        return f"{chip.id} has no published {dtype.label} peak"
+    return None
+
+
+
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
            software: Software = MODERN_SOFTWARE) -> SearchOutcome:
@@ -226,11 +241,10 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     ok = np.ones(lb.size, dtype=bool)
     ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
     for d in np.unique(lb.dtype):
-        try:
-            system.chip.peak(Dtype(int(d)))
-        except FlopcastError:
+        why = training_dtype_problem(system.chip, Dtype(int(d)))
+        if why:
             bad = ok & (lb.dtype == d)
-            rejected[f"chip has no {Dtype(int(d)).label} peak"] = int(bad.sum())
+            rejected[why] = rejected.get(why, 0) + int(bad.sum())
             ok &= ~bad
     lb = lb.take(np.nonzero(ok)[0])
     if progress is not None:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import click
 
-from .plots import Chart, _slug
+from ..errors import FlopcastError
+
+from .plots import _slug
 
 RENDER_CHECK_ID = "render-check"
 
@@ -204,11 +206,16 @@ def emit_report(html, png, report) -> list[Path]:
         return []
     r = report() if callable(report) else report
     written = []
-    if html:
-        written.append(r.write_html(html))
-        click.echo(f"wrote {html} ({len(r.figures)} figures)", err=True)
-    if png:
-        files = r.write_png(png)
-        written += files
-        click.echo(f"wrote {len(files)} PNG file(s) to {png}", err=True)
+    try:
+        if html:
+            written.append(r.write_html(html))
+            n = len(r.figures)
+            click.echo(f"wrote {html} ({n} figure{'' if n == 1 else 's'})", err=True)
+        if png:
+            files = r.write_png(png)
+            written += files
+            click.echo(f"wrote {len(files)} PNG file{'' if len(files) == 1 else 's'} to {png}", err=True)
+    except OSError as exc:
+        where = exc.filename or html or png
+        raise FlopcastError(f"cannot write {where}: {exc.strerror or exc}") from None
     return written

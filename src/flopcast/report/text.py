@@ -31,7 +31,8 @@ def train_report(r) -> str:
         out.append(f"  chosen by flopcast: {', '.join(r.chosen_fields)}")
     if r.idle_chips:
         out.append(f"  {r.idle_chips:,} of {r.chips:,} chips left idle (the layout uses {r.chips_used:,})")
-    out.append(f"  {lay.microbatches} micro-batches of {lay.micro_batch} x {m.seq_len} tokens per pipeline per step")
+    mbs = lay.microbatches
+    out.append(f"  {mbs} micro-batch{'' if mbs == 1 else 'es'} of {lay.micro_batch} x {m.seq_len} tokens per pipeline per step")
     out.append("")
     out.append("throughput")
     out.append(f"  step time               {r.step_time_s:10.3f} s")
@@ -57,7 +58,9 @@ def train_report(r) -> str:
     out.append("")
     if r.tokens:
         out.append(f"to train on {r.tokens:.3g} tokens")
-        out.append(f"  time-to-train           {fmt_duration(r.time_to_train_s):>14}  ({r.time_to_train_s / DAY:.2f} days)")
+        shown = fmt_duration(r.time_to_train_s)
+        days = "" if shown.endswith("days") else f"  ({r.time_to_train_s / DAY:,.2f} days)"
+        out.append(f"  time-to-train           {fmt_duration(r.time_to_train_s):>14}{days}")
         g = r.expected
         if g is not None:
             out.append(f"  expected with faults    {fmt_duration(g.expected_s):>14}  (goodput {100 * g.goodput:.1f}%, "
@@ -68,7 +71,9 @@ def train_report(r) -> str:
                        f"restart {a.restart_s / 60:.0f} min + detection {a.detection_s / 60:.0f} min; "
                        "`flopcast reliability` for the rest and a Monte-Carlo")
         out.append(f"  chip-hours              {r.chip_hours:14,.0f} chip-h")
-        out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({s.chips_per_node} chips each)")
+        n = r.instances
+        out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({n:,} instance{'' if n == 1 else 's'} "
+                   f"of {s.chips_per_node} chips{', partly idle' if n * s.chips_per_node > r.chips else ''})")
         missing = r.why_missing()
         if r.energy_kwh is not None:
             out.append(f"  energy (chip TDP only)  {r.energy_kwh:14,.0f} kWh")

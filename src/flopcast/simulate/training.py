@@ -236,7 +236,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
 
     # the layer kinds this model has, and how many of each
     kinds = []
-    sliding_share = (1.0 - 1.0 / model.sliding_every) if model.sliding_window and model.sliding_every else 0.0
+    sliding_share = model.sliding_share
     for moe_layer, count in ((False, model.dense_layers), (True, model.moe_layers)):
         if count == 0:
             continue
@@ -391,8 +391,8 @@ def _attention_flops_per_token(model: Model) -> float:
     PaLM's 12 L H Q T for MHA (Chowdhery et al. 2022, App. B), written 6 L T (q_dim + attn_out_dim)
     so MLA's different query and value widths count; sliding-window layers see the window, not T."""
     s_eff = model.seq_len
-    if model.sliding_window and model.sliding_every:
-        share = 1.0 - 1.0 / model.sliding_every
+    if model.sliding_share:
+        share = model.sliding_share
         s_eff = (1 - share) * model.seq_len + share * min(model.sliding_window, model.seq_len)
     return 6.0 * model.layers * s_eff * (model.q_dim + model.attn_out_dim)
 

@@ -8,10 +8,9 @@ filled as a practitioner would (stated in each row's `assumed`).
 
 from __future__ import annotations
 
-import csv
 import datetime
 import math
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -33,17 +32,60 @@ NEURON_LOGICAL_CORES = inf.NEURON_LOGICAL_CORES
 CAL_PATH = catalog.DATA / "inference_calibration.yaml"
 
 
+REQUIRED = ("run_id", "source", "hardware", "model", "weights")  # and at least one of the METRICS columns
+# count columns and the least value each may take (input_tokens 0: a decode-only benchmark)
+COUNT_COLUMNS = {"vcpus": 1, "threads": 1, "chips": 1, "tp": 1, "batch": 1, "input_tokens": 0, "output_tokens": 1}
+
+
+def missing_columns(header) -> list[str]:
+    """The serving schema's columns the header lacks ([] when it is a serving CSV)."""
+    missing = [c for c in REQUIRED if c not in header]
+    if not any(c in header for c in METRICS):
+        missing.append("one of " + ", ".join(METRICS))
+    return missing
+
+
+def check_columns(header, path) -> None:
+    missing = missing_columns(header)
+    if missing:
+        raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the serving schema needs "
+                            f"{', '.join(REQUIRED)} and at least one measured_* column (see shared/validation/README.md)")
+
+
 def _read(path) -> list[dict]:
-    p = Path(path)
-    if not p.exists():
-        raise FlopcastError(f"validation file {path} does not exist")
-    with p.open(newline="") as f:
-        return list(csv.DictReader(f))
+    from .training import read_table, require_rows
+
+    header, rows = read_table(path)
+    check_columns(header, path)
+    require_rows(rows, path)
+    return rows
 
 
 def _int(row, key):
-    v = (row.get(key) or "").strip()
-    return int(float(v)) if v else None
+    from .training import parse_number
+
+    return parse_number(key, row.get(key), whole=True, minimum=COUNT_COLUMNS.get(key))
+
+
+def _measured(row) -> list[tuple[str, float | None, str]]:
+    """(metric, measured value, why it is unusable) for every measured cell the row fills, in METRICS order."""
+    from .training import parse_number
+
+    out = []
+    for col, metric in METRICS.items():
+        s = (row.get(col) or "").strip()
+        if not s:
+            continue
+        try:
+            v = parse_number(col, s)
+        except FlopcastError as exc:
+            out.append((metric, None, str(exc)))
+            continue
+        if v <= 0:
+            out.append((metric, None, f"{col} must be positive, got {s}"))
+            continue
+        out.append((metric, v, ""))
+    return out
 
 
 def _system_for_row(row):
@@ -61,6 +103,11 @@ def _system_for_row(row):
 
 def configure(row, efficiency_table=None):
     """(deployment, batch, input, output, assumed notes) for a row; no measured column is read."""
+    for col in ("model", "hardware", "weights"):
+        if not (row.get(col) or "").strip():
+            raise FlopcastError(f"{col} is blank")
+    for col in COUNT_COLUMNS:
+        _int(row, col)  # every count readable and possible before anything is built
     model = catalog.load_model(row["model"].strip())
     system, note = _system_for_row(row)
     assumed = [note] if note else []
@@ -113,19 +160,23 @@ def _compare(rows, efficiency_table=None) -> list[dict]:
     for row in rows:
         base = {"run_id": row["run_id"], "source": row["source"], "hardware": row["hardware"],
                 "engine": row.get("engine", ""), "model": row["model"]}
-        measured = {m: float(row[c]) for c, m in METRICS.items() if (row.get(c) or "").strip()}
-        if not measured:
+        cells = _measured(row)
+        if not cells:
             out.append({**base, "metric": None, "status": "skipped", "reason": "no measured figure in the row",
                         "predicted": None, "measured": None, "error_pct": None})
             continue
         try:
             figures, assumed, d = predict_row(row, efficiency_table)
         except (FlopcastError, KeyError, ValueError) as exc:
-            for metric, value in measured.items():
-                out.append({**base, "metric": metric, "status": "skipped", "reason": str(exc),
+            for metric, value, why in cells:
+                out.append({**base, "metric": metric, "status": "skipped", "reason": why or str(exc),
                             "predicted": None, "measured": value, "error_pct": None})
             continue
-        for metric, value in measured.items():
+        for metric, value, why in cells:
+            if why:
+                out.append({**base, "metric": metric, "status": "skipped", "reason": why,
+                            "predicted": None, "measured": None, "error_pct": None})
+                continue
             p = figures[metric]
             out.append({**base, "metric": metric, "status": "ok", "reason": "", "predicted": p,
                         "measured": value, "error_pct": 100.0 * (p - value) / value,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
+import math
 import re
 import statistics
 from dataclasses import dataclass, field, replace
@@ -87,17 +89,48 @@ class Skipped:
     hardware: str
     reason: str
     measured: float | None = None
+    model: str = ""
+    chips: int = 0
 
 
-def read_rows(path: str | Path) -> list[dict]:
+def read_table(path: str | Path) -> tuple[list[str], list[dict]]:
+    """(header, rows) of a CSV: header names stripped, short rows padded with "", rows of blank cells dropped.
+
+    One-line FlopcastErrors for a missing, unreadable or empty file (shared by the serving reader)."""
     path = Path(path)
     if not path.exists():
         raise FlopcastError(f"file {path} does not exist")
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        rows = list(reader)
+    if path.is_dir():
+        raise FlopcastError(f"{path} is a folder, not a CSV file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a spreadsheet's byte-order mark is not a column name
+    except UnicodeDecodeError:
+        raise FlopcastError(f"{path} is not a UTF-8 text CSV") from None
+    except OSError as exc:
+        raise FlopcastError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise FlopcastError(f"{path} is empty")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [(h or "").strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
+        rows = []
+        for row in reader:
+            row = {k: ("" if v is None else v) for k, v in row.items() if k is not None}
+            if any(v.strip() for v in row.values()):
+                rows.append(row)
+    except csv.Error as exc:
+        raise FlopcastError(f"{path} is not a readable CSV: {exc}") from None
     return header, rows
+
+
+def read_rows(path: str | Path) -> tuple[list[str], list[dict]]:
+    return read_table(path)
+
+
+def require_rows(rows, path) -> None:
+    if not rows:
+        raise FlopcastError(f"{path} has no rows (only a header)")
 
 
 def check_columns(header, path, required=REQUIRED):
@@ -115,6 +148,66 @@ def _int(v):
 def _float(v):
     v = (v or "").strip()
     return float(v) if v else None
+
+
+def parse_number(col: str, value, whole: bool = False, minimum: float | None = None) -> float | int | None:
+    """A cell as a number, None when blank; FlopcastError naming the column and value otherwise.
+
+    whole: a count (int; 8.0 is read as 8, 8.5 is refused); minimum: the least value allowed."""
+    s = (value or "").strip()
+    if not s:
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        raise FlopcastError(f"{col} {s!r} is not a number") from None
+    if not math.isfinite(v):
+        raise FlopcastError(f"{col} {s!r} is not a finite number")
+    if whole:
+        if v != int(v):
+            raise FlopcastError(f"{col} {s!r} is not a whole number")
+        v = int(v)
+    if minimum is not None and v < minimum:
+        what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
+        raise FlopcastError(f"{col} must be {what}, got {s}")
+    return v
+
+
+def _safe_float(v) -> float | None:
+    """The measured cell of a skipped row, for the listing only: None unless a finite number."""
+    try:
+        x = float((v or "").strip())
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+# count columns and the least value each may take (moe_*: 0 or blank is a dense model)
+COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
+                                "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
+COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
+TEXT_REQUIRED = ("model", "hardware", "dtype")
+
+
+def check_row(row: dict) -> float:
+    """Every numeric cell of a training row readable and possible; the measured figure (> 0) returned.
+
+    FlopcastError (the row's skip reason) naming the first bad cell: not a number, not a whole count,
+    a count below 1, a blank required cell, or a measured figure that is blank, zero, negative or not finite."""
+    for col in TEXT_REQUIRED:
+        if not (row.get(col) or "").strip():
+            raise FlopcastError(f"{col} is blank")
+    if not (row.get("chips") or "").strip():
+        raise FlopcastError("chips is blank")
+    for col, least in COUNT_COLUMNS.items():
+        parse_number(col, row.get(col), whole=True, minimum=least)
+    parse_number("params_b", row.get("params_b"))
+    m = parse_number(MEASURED, row.get(MEASURED))
+    if m is None:
+        raise FlopcastError(f"{MEASURED} is blank: nothing to compare with")
+    if m <= 0:
+        raise FlopcastError(f"{MEASURED} must be positive, got {row[MEASURED].strip()}")
+    return m
 
 
 def _catalog_model(row: dict) -> Model | None:
@@ -161,6 +254,7 @@ def model_of(row: dict) -> Model:
 
 def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     run = row.get("run_id", "?")
+    check_row(row)
     model = model_of(row)
     system = catalog.system_for(row["hardware"].strip())
     chips = _int(row["chips"])
@@ -215,15 +309,21 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
 
 
 def load_cases(path) -> tuple[list[Case], list[Skipped]]:
-    header, rows = read_rows(path)
+    """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip)."""
+    header, rows = read_table(path)
     check_columns(header, path)
+    require_rows(rows, path)
     cases, skipped = [], []
     for row in rows:
         try:
             cases.append(case_of(row))
         except FlopcastError as exc:
-            skipped.append(Skipped(row.get("run_id", "?"), row.get("source", ""), row.get("hardware", ""), str(exc),
-                                   _float(row.get(MEASURED))))
+            try:
+                chips = parse_number("chips", row.get("chips"), whole=True, minimum=1) or 0
+            except FlopcastError:
+                chips = 0
+            skipped.append(Skipped(row.get("run_id") or "?", row.get("source", ""), row.get("hardware", ""), str(exc),
+                                   _safe_float(row.get(MEASURED)), row.get("model", ""), chips))
     return cases, skipped
 
 
@@ -288,7 +388,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
         if progress:
             progress(1)
     for s in skipped:
-        out.append(RowResult(s.run_id, s.source, "", s.hardware, 0, "skipped", s.reason, measured=s.measured))
+        out.append(RowResult(s.run_id, s.source, s.model, s.hardware, s.chips, "skipped", s.reason, measured=s.measured))
     return out
 
 
