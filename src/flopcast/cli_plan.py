@@ -147,9 +147,8 @@ def _point_line(p: capacity.PlanPoint) -> str:
         return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
     r = p.result
     cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
-    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} "
-            f"(with faults {r.expected.expected_s / DAY:.1f}) {cost:>16} {100 * r.mfu:>6.1f}  "
-            f"{r.layout.describe()}")
+    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} {r.expected.expected_s / DAY:>11.1f} "
+            f"{cost:>16} {100 * r.mfu:>6.1f} {r.idle_chips:>7,}  {r.layout.describe()}")
 
 
 def _parsed(parser, text: str, option: str, example: str, unit_required: bool = False) -> float:
@@ -211,7 +210,8 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
     click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
-    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'cost USD':>16} {'MFU %':>6}  layout")
+    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'w/ faults':>11} {'cost USD':>16} {'MFU %':>6} "
+               f"{'idle':>7}  layout")
     shown = out.frontier if out.kind == "pareto" else out.points
     for p in shown:
         mark = "  <-" if out.chosen is not None and p is out.chosen else ""
@@ -281,7 +281,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
     names = list(out)
-    w = max(16, *(len(n) for n in names))
+    w = max(18, *(len(n) for n in names))
     rows = [("time to train", lambda r: f"{r.time_to_train_s / DAY:.1f} days"),
             ("with faults", lambda r: f"{r.expected.expected_s / DAY:.1f} days ({100 * r.expected.goodput:.0f}%)"),
             ("MFU", lambda r: f"{100 * r.mfu:.1f} %"),
@@ -294,7 +294,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
     for label, f in rows:
         cells = [(f(v) if not isinstance(v, str) else "n/a") for v in out.values()]
         if label == "layout":
-            click.echo(f"{label:<14}")
+            click.echo("layouts:")
             for n, v in out.items():
                 click.echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
             continue
@@ -346,7 +346,7 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
     priced = [k for k, v in ok.items() if v.result.cost_per_million_output_tokens_usd is not None]
     best = min(priced, key=lambda k: ok[k].result.cost_per_million_output_tokens_usd) if priced else None
     names = list(out)
-    w = max(16, *(len(n) for n in names))
+    w = max(18, *(len(n) for n in names))
 
     def cell(name, f):
         v = out[name]

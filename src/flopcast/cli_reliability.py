@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import click
 
 from . import api
@@ -28,6 +29,12 @@ def _chip_list(text: str) -> list[int]:
 
 
 def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, cv) -> GoodputAssumptions:
+    for option, v in (("--mtbf-chip-hours", mtbf), ("--checkpoint-write-gbps", write), ("--checkpoint-load-gbps", load)):
+        if v is not None and not (v > 0 and v != float("inf")):
+            raise FlopcastError(f"{option} must be a positive number, got {v:g}")
+    for option, v in (("--restart-minutes", restart_min), ("--cv", cv), ("--spares", spares)):
+        if v is not None and not v >= 0:
+            raise FlopcastError(f"{option} must be zero or more, got {v:g}")
     kw = {}
     if mtbf is not None:
         kw["mtbf_chip_hours"] = mtbf
@@ -46,6 +53,8 @@ def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, c
             kw["interval_s"] = parse_duration(interval)
         except ValueError:
             raise FlopcastError(f"--interval must be a duration such as 30min, 2h or 900 (seconds), got {interval!r}") from None
+        if not kw["interval_s"] > 0:
+            raise FlopcastError(f"--interval must be positive, got {interval!r}")
     if cv is not None:
         kw["cv"] = cv
     for name in ("mtbf_chip_hours", "checkpoint_write_bps", "checkpoint_load_bps", "restart_s", "interval_s", "cv"):
@@ -146,7 +155,8 @@ def _print_one(result, g, sim):
     e("")
     e(f"{'':24}{'closed form':>16}{'Monte-Carlo':>16}")
     e(f"{'expected time-to-train':24}{fmt_duration(g.expected_s):>16}{fmt_duration(sim.mean_s):>16}"
-      f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)")
+      + (f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)" if math.isfinite(sim.ci95_s)
+         else f"   (no confidence interval from {sim.trials} trial; use --trials 2 or more)"))
     e(f"{'p10 / p50 / p90':24}{'':>16}{'':>4}{fmt_duration(sim.percentile(10))} / "
       f"{fmt_duration(sim.percentile(50))} / {fmt_duration(sim.percentile(90))}")
     e(f"{'goodput':24}{g.goodput:>16.1%}{sim.goodput:>16.1%}")

@@ -349,6 +349,10 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
     if family in STATIC_SHAPE_FAMILIES:
         notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
                      "KV window (input + output tokens), not the live context")
+    if not cpu and model.heads % d.shards and not model.mla:
+        notes.append(f"{d.shards} tensor-parallel ranks do not divide the {model.heads} query heads: heads are "
+                     f"padded to {math.ceil(model.heads / d.shards) * d.shards} (Neuron pads; vLLM refuses such a tp), "
+                     "the padding's extra compute is not modelled")
     if d.kv_replication > 1:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
@@ -628,5 +632,6 @@ def graviton4_assumptions(d: Deployment) -> list[str]:
         f"bandwidth: {d.efficiency.thread_weights_per_cycle:.2f} weights/cycle per thread x {d.weights.bits:g} bits "
         f"x {(chip.clock or 0) / 1e9:.2f} GHz = {d.thread_bandwidth / 1e9:.1f} GB/s per thread, "
         f"saturating at {d.efficiency.memory:.2f} x {bw / 1e9:.1f} GB/s (instance memory bandwidth)",
-    ] + ([f"{d.tp} sockets: the bandwidth of all of them, assuming NUMA-aware placement (llama.cpp --numa distribute)"]
+    ] + ([f"{d.tp} sockets: the bandwidth of all of them, assuming NUMA-aware placement (llama.cpp --numa distribute) "
+        "and no traffic between sockets; --tp 1 runs one replica per socket instead"]
          if d.tp > 1 else [])

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
 from ..units import GiB
@@ -72,8 +74,7 @@ class _Sizer:
         out = search_mod.search(self.model, self.system, chips, self.cal, self.space, objective="throughput",
                                 progress=self.progress)
         if out.n_fit == 0:
-            reasons = "; ".join(f"{k}: {v}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
-            return PlanPoint(nodes, chips, None, f"no layout fits ({reasons or 'no candidates'})")
+            return PlanPoint(nodes, chips, None, why_nothing_fits(out, self.system))
         i = int(out.order[0])
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
         r = api.result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
@@ -84,6 +85,16 @@ class _Sizer:
 
     def points(self) -> list:
         return [self.cache[n] for n in sorted(self.cache)]
+
+
+def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
+    """One phrase: memory when valid layouts exist (with the smallest footprint), else the rules."""
+    if out.batch.size and out.results:
+        need = float(np.min(out.results["memory_bytes"]))
+        return (f"no layout fits in memory: the smallest of {out.batch.size:,} valid layouts needs "
+                f"{need / GiB:,.1f} GiB of {system.chip.memory / GiB:,.1f} GiB per chip")
+    reasons = "; ".join(f"{k}: {v:,}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
+    return f"no valid layout ({reasons or 'no candidates'})"
 
 
 def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:
@@ -211,8 +222,7 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
             progress.note(f"searching {system.id}")
         s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress)
         if s.n_fit == 0:
-            reasons = "; ".join(f"{k}: {v}" for k, v in sorted(s.rejected.items(), key=lambda kv: -kv[1]))
-            out[system.id] = f"no layout fits ({reasons or 'no candidates'})"
+            out[system.id] = why_nothing_fits(s, system)
             continue
         i = int(s.order[0])
         out[system.id] = api.result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
