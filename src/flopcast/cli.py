@@ -10,6 +10,8 @@ import click
 
 from . import api
 from .errors import FlopcastError
+from .cli_options import layout_options
+from .cli_options import layout_from as _layout
 from .progress import Progress
 from .report.html import emit_report, report_options
 from .units import parse_count
@@ -31,39 +33,6 @@ def _json(obj) -> str:
         return o
 
     return json.dumps(clean(obj), indent=2, default=default)
-
-
-def layout_options(f):
-    opts = [
-        click.option("--tp", type=int, help="Tensor-parallel degree (chips; within a node)."),
-        click.option("--pp", type=int, help="Pipeline-parallel degree (stages)."),
-        click.option("--dp", type=int, help="Data-parallel degree (derived from chips when omitted)."),
-        click.option("--cp", type=int, help="Context-parallel degree (ring attention)."),
-        click.option("--ep", type=int, help="Expert-parallel degree (MoE models)."),
-        click.option("--vp", type=int, help="Virtual pipeline stages per rank (interleaved schedule)."),
-        click.option("--micro-batch", type=int, help="Sequences per micro-batch."),
-        click.option("--global-batch", type=int, help="Sequences per optimizer step."),
-        click.option("--seq-len", type=int, help="Training sequence length (default: the model's)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="Activation recomputation."),
-        click.option("--sharding", type=click.Choice(["none", "zero1", "zero2", "zero3", "fsdp"]),
-                     help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
-        click.option("--sequence-parallel/--no-sequence-parallel", default=None,
-                     help="Megatron sequence parallelism (needs tp > 1)."),
-        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8"]),
-                     help="Compute data type (fp8: FP8 GEMMs, BF16 elsewhere; cfp8 = Trainium's configurable FP8)."),
-        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe"]), help="Pipeline schedule."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding",
-               "sequence_parallel", "dtype", "schedule")
-
-
-def _layout(kw: dict) -> dict:
-    return {k: kw[k] for k in LAYOUT_KEYS if kw.get(k) is not None}
 
 
 def _tokens(text: str | None, model) -> float | None:

@@ -7,6 +7,7 @@ import time
 import click
 
 from . import api, catalog
+from .cli_options import layout_from, layout_options
 from .errors import FlopcastError
 from .plan import capacity
 from .plan import search as search_mod
@@ -26,10 +27,6 @@ def _reports():
     return cli_report
 
 
-def _layout_options(f):
-    return _cli().layout_options(f)
-
-
 def _batch_range(text):
     if not text:
         return None
@@ -43,7 +40,7 @@ def _batch_range(text):
 
 
 def _space(kw, dtypes=None, batch_range=None):
-    layout = _cli()._layout(kw)
+    layout = layout_from(kw)
     if dtypes:
         if "dtype" in layout:
             raise FlopcastError("give either --dtype (pinned) or --dtypes (searched), not both")
@@ -70,7 +67,7 @@ def _na(value, reason, fmt):
 @click.option("--batch-range", help="Global batch range in sequences, MIN:MAX (default: 0.5x..2x the model's customary batch).")
 @click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
-@_layout_options
+@layout_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, html, png,
@@ -171,7 +168,7 @@ def _parsed(parser, text: str, option: str, example: str, unit_required: bool = 
 @click.option("--deadline", help="Finish within this time (e.g. 30d, 12h): the smallest cluster that does.")
 @click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
 @click.option("--pareto", "frontier", is_flag=True, help="The frontier of cluster size, time to train and cost.")
-@_layout_options
+@layout_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, html, png, **kw):
@@ -231,7 +228,7 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.option("--chips", "-n", type=int, default=None,
               help="Chips on each system (required for training; serving defaults to one instance).")
 @click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
-@_layout_options
+@layout_options
 @click.option("--serve", "serving", is_flag=True,
               help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
 @click.option("--qps", type=float, default=None, help="Serving: simulate this request rate instead of finding each capacity.")
@@ -313,7 +310,7 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
     from .cli_serving import _seconds
     from .simulate import serving as S
 
-    layout = {k: v for k, v in _cli()._layout(kw).items() if k != "tp"}
+    layout = {k: v for k, v in layout_from(kw).items() if k != "tp"}
     if layout:
         raise FlopcastError(f"{', '.join('--' + k.replace('_', '-') for k in layout)} describe a training layout; "
                             "with --serve only --chips, --tp, --weights and --kv-dtype set the deployment")

@@ -8,6 +8,7 @@ import click
 
 from . import api
 from .cost.reliability import GoodputAssumptions, goodput_for
+from .cli_options import layout_from, layout_options
 from .errors import FlopcastError
 from .report.html import emit_report, report_options
 from .simulate.reliability import simulate
@@ -81,19 +82,9 @@ def _train(model, hardware, chips, tokens, layout):
 
 @click.command("reliability")
 @click.argument("model", default=api.DEFAULT_MODEL)
-@click.option("--hardware", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
-@click.option("--chips", type=int, default=None, help="Chips in the cluster.")
-@click.option("--tp", type=int)
-@click.option("--pp", type=int)
-@click.option("--dp", type=int)
-@click.option("--cp", type=int)
-@click.option("--ep", type=int)
-@click.option("--vp", type=int)
-@click.option("--micro-batch", type=int)
-@click.option("--global-batch", type=int)
-@click.option("--recompute")
-@click.option("--sharding")
-@click.option("--dtype")
+@click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
+@click.option("--chips", "-n", type=int, default=None, help="Chips in the cluster (default: 64 instances of the default system, else one).")
+@layout_options
 @click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
 @click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -109,16 +100,14 @@ def _train(model, hardware, chips, tokens, layout):
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_options
-def reliability(model, hardware, chips, tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
-                dtype, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps,
-                async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json, html, png):
+def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps,
+                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json,
+                html, png, seq_len, **kw):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
-    given = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch,
-                 recompute=recompute, sharding=sharding, dtype=dtype)
-    layout = {k: v for k, v in given.items() if v is not None}
+    layout = layout_from(kw)
     base = _assumptions(mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps, async_checkpoint,
                         restart_minutes, spares, interval, cv)
-    m = api.resolve_model(model)
+    m = api.resolve_model(model, seq_len)
     if tokens is None:
         n_tokens = api.default_tokens(m)
     else:
