@@ -71,12 +71,12 @@ def _ms(v):
 
 _common = [
     click.argument("model"),
-    click.option("--hardware", required=True, help="system or chip name (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)"),
-    click.option("--chips", type=int, default=None, help="chips (sockets for CPUs) in use; default: the instance's"),
-    click.option("--tp", type=int, default=None, help="tensor-parallel degree in chips; default: all chips in use"),
-    click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use"),
-    click.option("--weights", default=None, help="bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
-    click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0"),
+    click.option("--hardware", "-H", required=True, help="System or chip name, or a file (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)."),
+    click.option("--chips", "-n", type=int, default=None, help="Chips (sockets for CPUs) in use; default: the instance's."),
+    click.option("--tp", type=int, default=None, help="Tensor-parallel degree in chips; default: all chips in use."),
+    click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use."),
+    click.option("--weights", default=None, help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
+    click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
 ]
 
 
@@ -88,10 +88,10 @@ def _apply(fn):
 
 @click.command()
 @_apply
-@click.option("--batch", type=int, default=1, show_default=True, help="concurrent sequences")
-@click.option("--input-tokens", type=int, default=512, show_default=True)
-@click.option("--output-tokens", type=int, default=128, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.option("--batch", type=int, default=1, show_default=True, help="Concurrent sequences.")
+@click.option("--input-tokens", type=int, default=512, show_default=True, help="Prompt tokens per request.")
+@click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json, html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
@@ -132,19 +132,19 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
 @click.command()
 @_apply
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
-@click.option("--requests", "n_requests", type=int, default=None, help="number of requests (default 500)")
-@click.option("--duration", default=None, help="simulate arrivals for this long (e.g. 60s, 10min)")
+@click.option("--requests", "n_requests", type=int, default=None, help="Number of requests (default 500)")
+@click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--trace", default=None, help="CSV with arrival_s,input_tokens,output_tokens")
-@click.option("--scheduler", default="continuous", show_default=True, help="static | continuous | chunked-prefill")
-@click.option("--slo-ttft", default="1s", show_default=True, help="time-to-first-token target")
-@click.option("--slo-tpot", default="50ms", show_default=True, help="time-per-output-token target")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--replicas", type=int, default=1, show_default=True, help="replicas behind the router")
-@click.option("--router", default="least-loaded", show_default=True, help="least-loaded | round-robin")
-@click.option("--find-capacity", is_flag=True, help="find the highest QPS with >= 90% of requests meeting both SLOs")
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.option("--scheduler", default="continuous", show_default=True, help="Batching: static, continuous or chunked-prefill.")
+@click.option("--slo-ttft", default="1s", show_default=True, help="Time-to-first-token target.")
+@click.option("--slo-tpot", default="50ms", show_default=True, help="Time-per-output-token target.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of arrivals and lengths.")
+@click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
+@click.option("--router", default="least-loaded", show_default=True, help="Routing over replicas: least-loaded or round-robin.")
+@click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
