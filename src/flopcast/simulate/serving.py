@@ -121,10 +121,16 @@ def read_trace(path) -> Requests:
     if not p.exists():
         raise FlopcastError(f"--trace {path} does not exist")
     with p.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        header = [h.strip() for h in (reader.fieldnames or [])]
     need = ("arrival_s", "input_tokens", "output_tokens")
-    if not rows or any(k not in rows[0] for k in need):
-        raise FlopcastError(f"--trace {path} needs a header with columns {', '.join(need)} and at least one row")
+    missing = [k for k in need if k not in header]
+    if missing:
+        raise FlopcastError(f"--trace {path} lacks column(s) {', '.join(missing)}; a trace has columns {', '.join(need)}")
+    if not rows:
+        raise FlopcastError(f"--trace {path} has no rows (only a header)")
+    rows = [{(k or "").strip(): v for k, v in r.items()} for r in rows]
     try:
         a = np.array([float(r["arrival_s"]) for r in rows])
         i = np.array([int(float(r["input_tokens"])) for r in rows])
@@ -133,6 +139,7 @@ def read_trace(path) -> Requests:
         raise FlopcastError(f"--trace {path}: arrival_s must be a number and token counts integers") from None
     if (a < 0).any() or (i < 0).any() or (o < 1).any():
         raise FlopcastError(f"--trace {path}: arrival_s >= 0, input_tokens >= 0, output_tokens >= 1")
+    # arrivals out of order are sorted (a trace may be merged from several sources), and counted
     order = np.argsort(a, kind="stable")
     return Requests(a[order], i[order], o[order])
 
