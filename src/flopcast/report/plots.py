@@ -768,6 +768,21 @@ def bar_figure(name: str, title: str, categories, series: dict, ylabel: str, *, 
     return Chart(name, title, fig, caption)
 
 
+def _system_axes(axes, names) -> None:
+    """One bar per system on each axis: the system names as ticks."""
+    for ax in axes:
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, fontsize=8, rotation=20, ha="right")
+        ax.set_xlabel("system")
+        ax.grid(axis="y", alpha=0.3)
+
+
+def _not_shown(results: dict) -> str:
+    """The systems a comparison could not place, with why (results map a name to a result or a reason)."""
+    missing = [f"{k}: {v}" for k, v in results.items() if isinstance(v, str)]
+    return " Not shown: " + "; ".join(missing) if missing else ""
+
+
 def compare_figure(results: dict, name: str = "compare") -> Chart:
     """Time to train, MFU and cost of the best layout on each system: {system id: TrainResult or why not}."""
     ok = {k: v for k, v in results.items() if not isinstance(v, str)}
@@ -802,17 +817,11 @@ def compare_figure(results: dict, name: str = "compare") -> Chart:
     else:
         ax3.bar(x, [r.memory_gib for r in ok.values()], 0.6, color=CYCLE[1])
         ax3.set_ylabel("memory per chip (GiB)")
-    for ax in (ax1, ax2, ax3):
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, fontsize=8, rotation=20, ha="right")
-        ax.set_xlabel("system")
-        ax.grid(axis="y", alpha=0.3)
+    _system_axes((ax1, ax2, ax3), names)
     r0 = next(iter(ok.values()))
     title = f"{r0.model.label} on {r0.chips:,} chips of each system"
     fig.suptitle(title, fontsize=11)
-    missing = [f"{k}: {v}" for k, v in results.items() if isinstance(v, str)]
-    cap = "Best layout on each system (flopcast compare)." + (" Not shown: " + "; ".join(missing) if missing else "")
-    return Chart(name, title, fig, cap)
+    return Chart(name, title, fig, "Best layout on each system (flopcast compare)." + _not_shown(results))
 
 
 def figures_compare(results: dict) -> list:
@@ -973,13 +982,8 @@ def serving_compare_figure(points: dict, name: str = "compare-serving") -> Chart
         _log_axis(ax2, "y")
     ax3.bar(x, [1e3 * (p.result.tpot_s["p90"] or math.nan) for p in ok.values()], 0.6, color=CYCLE[2])
     ax3.set_ylabel("TPOT p90 (ms)")
-    for ax in (ax1, ax2, ax3):
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, fontsize=8, rotation=20, ha="right")
-        ax.set_xlabel("system")
-        ax.grid(axis="y", alpha=0.3)
+    _system_axes((ax1, ax2, ax3), names)
     first = next(iter(ok.values()))
     title = f"{first.deployment.model.label} served on each system at the same SLOs"
     fig.suptitle(title, fontsize=11)
-    missing = [f"{k}: {v}" for k, v in points.items() if isinstance(v, str)]
-    return Chart(name, title, fig, "flopcast compare --serve." + (" Not shown: " + "; ".join(missing) if missing else ""))
+    return Chart(name, title, fig, "flopcast compare --serve." + _not_shown(points))
