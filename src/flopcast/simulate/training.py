@@ -349,7 +349,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
                                                dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
     def act(rc):
         return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe,
-                                                     flash=software.flash_attention)
+                                                     flash=software.flash_attention, fp8=dtype == Dtype.FP8)
                    for c, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(pp, v, m, schedule)
@@ -358,7 +358,10 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     last = stage_layers_max * act_layer + working + memory.logits_bytes(T, model.vocab, tp)
     activations = np.where(pp > 1, np.maximum(first, last), first + memory.logits_bytes(T, model.vocab, tp))
     gathered = np.where(sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
-    other = reserve_bytes + gathered
+    # FP8: the GEMMs read a one-byte quantized copy of the 16-bit weights, kept across micro-batches
+    # (Transformer Engine documentation, "Low precision training / Performance considerations / Memory usage")
+    fp8_weights = np.where(dtype == Dtype.FP8, weights / memory.WEIGHT_BYTES + gathered / memory.WEIGHT_BYTES, 0.0)
+    other = reserve_bytes + gathered + fp8_weights
     mem = {"weights": weights, "grads": grads, "optimizer": optim, "activations": activations, "other": other}
     mem_total = sum(mem.values())
 
