@@ -334,7 +334,11 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
                           + comm.collective_time(Collective.REDUCE_SCATTER, 0.0, dp[u], dp_stride[u], system, cal),
                           u.shape)[inverse_d]
     per_mb = 2.0 * fsdp_ag + fsdp_rs + np.maximum(gathers, 0.0) * lat
-    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - cal.zero3_overlap * t_mb_compute, 0.0),
+    # only the share of a layer's parameters the framework prefetches can be gathered behind compute
+    prefetched = np.minimum(software.zero3_prefetch_params * tp / layer_dense, 1.0)
+    hideable = per_mb - 2.0 * fsdp_ag * (1.0 - prefetched)
+    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3,
+                                m * (per_mb - np.minimum(hideable, cal.zero3_overlap * t_mb_compute)),
                                 np.maximum(once - window, 0.0))
 
     # optimizer step: memory-bound Adam over the parameters this chip owns
