@@ -61,9 +61,10 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     else:
         fp8_replicated = 2 * h
         fp8_sharded = m.attn_out_dim + m.ffn_hidden
-    one_byte = np.where(fp8, ACT_BYTES - 1.0, 0.0)
-    replicated_bytes = replicated_bytes - one_byte * fp8_replicated
-    sharded_bytes = sharded_bytes - one_byte * fp8_sharded
+    if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
+        one_byte = np.where(fp8, ACT_BYTES - 1.0, 0.0)
+        replicated_bytes = replicated_bytes - one_byte * fp8_replicated
+        sharded_bytes = sharded_bytes - one_byte * fp8_sharded
     per_token = np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
