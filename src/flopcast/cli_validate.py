@@ -226,7 +226,8 @@ def validate(file, as_json, out, cross_validate):
         with _progress(n_src, "refitting without each source") as bar:
             res = cb.cross_validate(file, progress=bar.update)
         rows, summary = res["rows"], res["summary"]
-        summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it"}
+        summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it",
+                   "fold_parameters": res["folds"]}
     else:
         cal = catalog.calibration()
         rows = vt.run_validation(file, cal)

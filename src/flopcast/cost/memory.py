@@ -28,12 +28,17 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
-def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True):
+def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
 
     s is the sequence chunk on this chip (seq / cp), b the micro-batch, t the tp degree.
     With flash=False, dropout and MHA/GeLU this is exactly Korthikanti Table 2:
     sbh (10 + 24/t + 5as/(ht)) without sp, sbh (34/t + 5as/(ht)) with sp, 2sbh/t with full recompute.
+    With fp8 (array or bool) the inputs of the FP8 GEMMs are kept as their one-byte quantized copies
+    (Transformer Engine saves the quantized input for the weight-gradient GEMM: TE documentation, "Low
+    precision training / Performance considerations / Memory usage"): the QKV input, the dense MLP's
+    input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
+    router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
@@ -49,6 +54,17 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         mlp_elems = mlp_activation_elems(h, m.ffn_hidden, m.mlp)
     # sharded: Q, K, V, the attention output (projection input) and the MLP's intermediates
     sharded_bytes = ACT_BYTES * (m.q_dim + 2 * m.kv_dim + m.attn_out_dim + mlp_elems)
+    # bytes saved by keeping the FP8 GEMMs' inputs at one byte instead of ACT_BYTES
+    if moe_layer:
+        fp8_replicated = h
+        fp8_sharded = m.attn_out_dim + e.topk * (h + e.expert_ffn) + shared_ffn
+    else:
+        fp8_replicated = 2 * h
+        fp8_sharded = m.attn_out_dim + m.ffn_hidden
+    if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
+        one_byte = np.where(fp8, ACT_BYTES - 1.0, 0.0)
+        replicated_bytes = replicated_bytes - one_byte * fp8_replicated
+        sharded_bytes = sharded_bytes - one_byte * fp8_sharded
     per_token = np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum

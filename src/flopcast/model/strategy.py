@@ -125,12 +125,17 @@ class Software:
     # wrapped block (Zhao et al. 2023, PyTorch FSDP, sec. 3.2), one per parameter tensor for DeepSpeed
     # ZeRO-3 as of 2021 (its partitioned-parameter coordinator fetches each module's parameters)
     zero3_gathers_per_layer: int = 1
+    # parameters a ZeRO-3 rank gathers ahead of their use: FSDP prefetches the next whole wrapped block
+    # (Zhao et al. 2023, sec. 3.3.2); DeepSpeed's stage3_prefetch_bucket_size defaulted to 5e7 parameters
+    # (deepspeed/runtime/zero/constants.py, ZERO_OPTIMIZATION_PREFETCH_BUCKET_SIZE_DEFAULT), so of a layer
+    # with more parameters the rest is gathered when the layer starts, behind no compute
+    zero3_prefetch_params: float = float("inf")
 
 
 MODERN_SOFTWARE = Software()
 # A GPT layer's parameter tensors: two norms (weight, bias), fused QKV, projection, two MLP matrices
 # (weight, bias each) -- Megatron-LM's ParallelTransformerLayer.
-ERA_2021_SOFTWARE = Software(flash_attention=False, zero3_gathers_per_layer=12)
+ERA_2021_SOFTWARE = Software(flash_attention=False, zero3_gathers_per_layer=12, zero3_prefetch_params=5e7)
 
 
 @dataclass(frozen=True)

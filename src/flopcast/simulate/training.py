@@ -334,7 +334,13 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
                           + comm.collective_time(Collective.REDUCE_SCATTER, 0.0, dp[u], dp_stride[u], system, cal),
                           u.shape)[inverse_d]
     per_mb = 2.0 * fsdp_ag + fsdp_rs + np.maximum(gathers, 0.0) * lat
-    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3, m * np.maximum(per_mb - cal.zero3_overlap * t_mb_compute, 0.0),
+    # only the share of a layer's parameters the framework prefetches can be gathered behind compute
+    hideable = per_mb
+    if np.isfinite(software.zero3_prefetch_params):
+        prefetched = np.minimum(software.zero3_prefetch_params * tp / layer_dense, 1.0)
+        hideable = per_mb - 2.0 * fsdp_ag * (1.0 - prefetched)
+    parts["comm/dp"] = np.where(sharding == Sharding.ZERO3,
+                                m * (per_mb - np.minimum(hideable, cal.zero3_overlap * t_mb_compute)),
                                 np.maximum(once - window, 0.0))
 
     # optimizer step: memory-bound Adam over the parameters this chip owns
@@ -347,9 +353,11 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     # memory per chip
     weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, sharding,
                                                dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
+    fp8 = dtype == Dtype.FP8
+
     def act(rc):
         return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe,
-                                                     flash=software.flash_attention)
+                                                     flash=software.flash_attention, fp8=fp8)
                    for c, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(pp, v, m, schedule)
@@ -358,7 +366,11 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     last = stage_layers_max * act_layer + working + memory.logits_bytes(T, model.vocab, tp)
     activations = np.where(pp > 1, np.maximum(first, last), first + memory.logits_bytes(T, model.vocab, tp))
     gathered = np.where(sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
+    # FP8: the GEMMs read a one-byte quantized copy of the 16-bit weights, kept across micro-batches
+    # (Transformer Engine documentation, "Low precision training / Performance considerations / Memory usage")
     other = reserve_bytes + gathered
+    if fp8.any():
+        other = other + np.where(fp8, (weights + gathered) / memory.WEIGHT_BYTES, 0.0)
     mem = {"weights": weights, "grads": grads, "optimizer": optim, "activations": activations, "other": other}
     mem_total = sum(mem.values())
 
