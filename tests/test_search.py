@@ -110,3 +110,12 @@ def test_plan_deadline_is_the_smallest_cluster():
     lay = out.chosen.result.layout
     ref = api.train(m, system, lay.chips, calibration=cal, **{k: getattr(lay, k) for k in lay.__dataclass_fields__})
     assert ref.step_time_s == pytest.approx(out.chosen.result.step_time_s, rel=1e-9)
+
+
+def test_training_dtypes_need_their_units():
+    """FP8 needs FP8 units (A100 has none) and int8 is not a training dtype: the search says so."""
+    m, system = api.resolve_model("llama2-7b"), api.resolve_system("p4d.24xlarge")
+    space = search_mod.SearchSpace(dtype=(Dtype.BF16, Dtype.FP8, Dtype.INT8), global_batch=(64,), pp=(1,))
+    out = search_mod.search(m, system, 8, catalog.calibration(), space)
+    assert any("no FP8 units" in k for k in out.rejected) and any("int8" in k for k in out.rejected)
+    assert out.n_fit > 0 and set(out.batch.dtype.tolist()) == {int(Dtype.BF16)}
