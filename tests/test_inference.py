@@ -12,7 +12,6 @@ from flopcast.errors import FlopcastError
 from flopcast.simulate.serving import IterationCost
 from flopcast.validate.inference import validate_inference
 
-RUNS = "/work/shared/validation/inference_runs.csv"
 IDEAL = inf.EngineEfficiency(compute=1.0, memory=1.0, layer_overhead_s=0.0, request_overhead_s=0.0)
 
 
@@ -124,8 +123,8 @@ def test_bad_input_names_the_field(kw, word):
         inf.deployment(catalog.load_model("llama3-8b"), catalog.load_system("c7g.16xlarge"), **kw)
 
 
-def test_validate_inference_mape_guard(tmp_path):
-    r = validate_inference(RUNS)
+def test_validate_inference_mape_guard(tmp_path, inference_csv):
+    r = validate_inference(inference_csv)
     s = r["summary"]
     assert s["n_ok"] >= 40 and s["n_skipped"] == 0
     # measured 16.6% in-sample (one outlier row, i39, alone is +272%); median 7.0%
@@ -133,7 +132,7 @@ def test_validate_inference_mape_guard(tmp_path):
     assert s["median_ape_pct"] <= 10.0
     assert set(s["by_metric"]) >= {"tpot_ms", "ttft_ms", "output_tokens_per_s_total"}
     bad = tmp_path / "bad.csv"
-    text = open(RUNS).read().splitlines()
+    text = open(inference_csv).read().splitlines()
     bad.write_text("\n".join([text[0], text[1].replace("graviton3,r7g.16xlarge", "nochip,nosystem")]) + "\n")
     rows = validate_inference(bad)["rows"]
     assert rows and all(x["status"] == "skipped" and x["reason"] for x in rows)

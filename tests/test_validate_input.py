@@ -13,16 +13,6 @@ from flopcast.errors import FlopcastError
 from flopcast.validate import inference as vi
 from flopcast.validate import training as vt
 
-from conftest import SHARED
-
-INFERENCE_CSV = SHARED / "validation" / "inference_runs.csv"
-
-
-@pytest.fixture(scope="session")
-def inference_csv():
-    if not INFERENCE_CSV.exists():
-        pytest.skip("shared/validation/inference_runs.csv is not beside the repository")
-    return INFERENCE_CSV
 
 
 def _rows(path):
