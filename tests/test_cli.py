@@ -5,7 +5,6 @@ import pathlib
 import re
 
 import pytest
-from click.testing import CliRunner
 
 from flopcast.cli import main
 

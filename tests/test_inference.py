@@ -1,6 +1,5 @@
 """Inference cost: weight/KV bytes, roofline by hand, memory limits, CPU thread scaling, validation."""
 
-import math
 
 import numpy as np
 import pytest

@@ -7,7 +7,7 @@ import pytest
 
 import flopcast
 from flopcast import catalog
-from flopcast.model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding
+from flopcast.model.strategy import LayoutBatch
 from flopcast.model.system import Dtype
 from flopcast.plan import search
 from flopcast.simulate import training

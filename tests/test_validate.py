@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from flopcast import catalog
 from flopcast.cli import main

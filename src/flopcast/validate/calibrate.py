@@ -11,13 +11,12 @@ layouts (two rounds). Nothing is tuned per row or per source.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from .. import catalog
 from ..cost.efficiency import Calibration, FamilyEfficiency
 from ..errors import FlopcastError
 from ..model.system import Dtype
