@@ -14,6 +14,7 @@ import click
 
 from . import api, catalog
 from .errors import FlopcastError
+from .cli_options import layout_from, layout_options
 from .report.html import Report, emit_report, report_options
 from .units import DAY, GiB
 
@@ -286,8 +287,10 @@ def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=Non
               help="Simulated requests per request rate of the serving curve.")
 @click.option("--sizes", help="Cluster sizes of the scaling, Pareto and goodput curves, chips, comma-separated "
               "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")
+@layout_options
 @report_options
-def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, html, png):
+def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, html, png,
+           seq_len, **kw):
     """Write flopcast's figures of one scenario: scaling, breakdowns, pipeline schedule, Pareto front,
     serving latency/throughput, roofline and goodput.
 
@@ -311,9 +314,10 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
             scaling = []
         if not scaling or min(scaling) < 1:
             raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
-    emit_report(html, png, lambda: build_report(model, hardware, chips, tokens=n_tokens, serve_model=serve_model,
+    m = api.resolve_model(model, seq_len)
+    emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
                                                 serve_hardware=serve_hardware, serve_chips=serve_chips,
-                                                requests=n_requests, scaling_chips=scaling))
+                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw)))
 
 
 COMMANDS = [report]
