@@ -235,13 +235,14 @@ def _check_pinned(m: Model, system: System, layout: dict):
     chip, node = system.chip, system.chips_per_node
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
     if tp is not None:
+        splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
+        valid_tp = _valid_divisors(m.heads, node, splits_kv)
         if tp > node:
             raise FlopcastError(f"--tp {tp} exceeds the {node} chips of one {system.id} node; tensor parallelism "
-                                f"stays within a node (valid: {_valid_divisors(m.heads, node)})")
-        if m.heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
-            ok = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
+                                f"stays within a node (valid: {valid_tp})")
+        if m.heads % tp or not splits_kv(tp):
             raise FlopcastError(f"--tp {tp} must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
-                                f"valid on {system.id}: {_valid_divisors(m.heads, node, ok)}")
+                                f"valid on {system.id}: {valid_tp}")
     if layout.get("sequence_parallel") and tp == 1:
         raise FlopcastError("--sequence-parallel needs --tp > 1 (it splits the tensor-parallel group's activations)")
     if pp is not None and pp > m.layers:

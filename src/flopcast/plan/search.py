@@ -225,7 +225,6 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
     return None
 
 
-
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
            software: Software = MODERN_SOFTWARE) -> SearchOutcome:
