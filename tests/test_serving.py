@@ -160,3 +160,15 @@ def test_compare_serving_rejects_training_options(capsys):
     assert "--pp" in capsys.readouterr().err
     assert main(["compare", "llama3-8b", "--hardware", "p5.48xlarge", "--weights", "q4_0", "--chips", "8"]) == 2
     assert main(["compare", "llama3-8b", "--hardware", "p5.48xlarge", "--serve", "--weights", "q9_9"]) == 2
+
+
+@pytest.mark.parametrize("system", ["inf2.48xlarge", "p5.48xlarge"])
+def test_decoders_read_what_infer_predicts(system):
+    """The simulator's decode step reads what infer's roofline reads: the live context on dynamic-shape
+    engines, the whole KV window on static-shape (Neuron) ones."""
+    d = inf.deployment(catalog.load_model("llama3-8b"), catalog.load_system(system), chips=2, tp=2)
+    # 16 requests at once, short prompts, long answers: one prefill, then 16 decoders whose KV reads matter
+    reqs = S.Requests(np.zeros(16), np.full(16, 256), np.full(16, 4096))
+    sim = S.simulate(d, reqs, S.ServingConfig())
+    pred = inf.predict(d, 16, 256, 4096)
+    assert sim.tpot_s["p50"] == pytest.approx(pred.tpot_s, rel=0.03)

@@ -180,8 +180,8 @@ class IterationCost:
 
 
 class _Replica:
-    __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "step", "busy",
-                 "outstanding", "iterations", "static_left", "preemptions")
+    __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "step",
+                 "busy", "outstanding", "iterations", "static_left", "preemptions")
 
     def __init__(self, idx):
         self.idx = idx
@@ -192,6 +192,7 @@ class _Replica:
         self.order = []  # decoding rids in admission order (lazy: stale entries skipped)
         self.n_dec = 0
         self.ctx_sum = 0  # KV tokens of the decoding sequences
+        self.win_sum = 0  # their whole KV windows (input + output tokens): what a static-shape decode reads
         self.step = 0  # decode steps taken by this replica
         self.busy = False
         self.outstanding = 0
@@ -255,6 +256,8 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
         raise FlopcastError(f"{d.model.label} in {d.weights.name} does not fit in {d.system.id} with tp {d.tp}: "
                             "no memory left for a KV cache; use more chips or a smaller --weights format")
     sched = config.scheduler
+    # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
+    static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
     budget = config.chunk_tokens if sched == Scheduler.CHUNKED else config.max_batched_tokens
     max_tokens = max(budget, config.max_seqs) + 1
     cost = cost or IterationCost.of(d, max_tokens)
@@ -303,6 +306,7 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
         rep.order.append(r)
         rep.n_dec += 1
         rep.ctx_sum += prompt[r]
+        rep.win_sum += inp[r] + out[r]
         return True
 
     def preempt(rep):
@@ -315,6 +319,7 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
             epoch[r] += 1
             rep.n_dec -= 1
             rep.ctx_sum -= ctx
+            rep.win_sum -= inp[r] + out[r]
             gen[r] = g
             prompt[r] = inp[r] + g  # recompute the prompt and what was generated
             rep.waiting.appendleft(r)
@@ -378,7 +383,8 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
         if sched != Scheduler.STATIC:
             while rep.ctx_sum + rep.pre_kv + rep.n_dec > cap and rep.n_dec > 1:
                 preempt(rep)
-        t = ct(rep.n_dec, rep.n_dec, rep.ctx_sum, rep.ctx_sum)
+        kv = rep.win_sum if static_shapes else rep.ctx_sum
+        t = ct(rep.n_dec, rep.n_dec, kv, kv)
         rep.busy = True
         rep.iterations += 1
         eng.at(now + t, lambda e, rep=rep: end_decode(e, rep), END)
@@ -394,6 +400,7 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
                 continue
             rep.n_dec -= 1
             rep.ctx_sum -= base[r] + step - start[r]
+            rep.win_sum -= inp[r] + out[r]
             finish(rep, r, now)
 
     def end_decode(e, rep):
@@ -414,8 +421,7 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
                 preempt(rep)
         left = budget - rep.n_dec
         chunks = []  # (entry, chunk tokens)
-        pairs = float(rep.ctx_sum)
-        kv = float(rep.ctx_sum)
+        pairs = kv = float(rep.win_sum if static_shapes else rep.ctx_sum)
         for entry in rep.prefilling:
             if left <= 0:
                 break
