@@ -360,7 +360,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
 def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None) -> TrainResult:
     out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress)
     if out.n_fit == 0:
-        reasons = "; ".join(f"{k}: {v}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
+        reasons = search_mod.rejection_summary(out.rejected)
         if out.batch.size and out.results:
             # nothing fits: show the layout that comes closest, as a result with its breakdown
             i = int(np.argmin(out.results["memory_bytes"]))

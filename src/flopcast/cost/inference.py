@@ -381,8 +381,8 @@ def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str |
                                     f"{', '.join(kin)} (fitted) used")
 
 
-def calibration_hardware() -> dict:
-    """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
+def _inference_calibration_file() -> dict:
+    """The parsed catalog/data/inference_calibration.yaml, or {} before the first `flopcast calibrate`."""
     from ..catalog import DATA
 
     path = DATA / "inference_calibration.yaml"
@@ -390,8 +390,12 @@ def calibration_hardware() -> dict:
         return {}
     import yaml
 
-    data = yaml.safe_load(path.read_text()) or {}
-    return (data.get("provenance") or {}).get("hardware_per_family") or {}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def calibration_hardware() -> dict:
+    """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
+    return (_inference_calibration_file().get("provenance") or {}).get("hardware_per_family") or {}
 
 
 def calibration_basis(d: Deployment) -> str:
@@ -408,15 +412,7 @@ def calibration_basis(d: Deployment) -> str:
 
 def load_inference_calibration() -> dict:
     """family -> EngineEfficiency from catalog/data/inference_calibration.yaml (priors where absent)."""
-    from ..catalog import DATA
-
-    path = DATA / "inference_calibration.yaml"
-    if not path.exists():
-        return {}
-    import yaml
-
-    data = yaml.safe_load(path.read_text()) or {}
-    return {k: EngineEfficiency(**v) for k, v in (data.get("families") or {}).items()}
+    return {k: EngineEfficiency(**v) for k, v in (_inference_calibration_file().get("families") or {}).items()}
 
 
 # ---------------------------------------------------------------- one forward pass

@@ -93,8 +93,7 @@ def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
         need = float(np.min(out.results["memory_bytes"]))
         return (f"no layout fits in memory: the smallest of {out.batch.size:,} valid layouts needs "
                 f"{need / GiB:,.1f} GiB of {system.chip.memory / GiB:,.1f} GiB per chip")
-    reasons = "; ".join(f"{k}: {v:,}" for k, v in sorted(out.rejected.items(), key=lambda kv: -kv[1]))
-    return f"no valid layout ({reasons or 'no candidates'})"
+    return f"no valid layout ({search_mod.rejection_summary(out.rejected) or 'no candidates'})"
 
 
 def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:

@@ -200,6 +200,11 @@ def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, e
     return out
 
 
+def rejection_summary(rejected: dict) -> str:
+    """'rule: count; ...' with the rule that rejected most first."""
+    return "; ".join(f"{k}: {v:,}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1]))
+
+
 def _apply(named: dict, ok: np.ndarray, rejected: dict, weight: int = 1) -> np.ndarray:
     """AND the rules into `ok`, counting for each the candidates it is the first to reject."""
     for name, passed in named.items():

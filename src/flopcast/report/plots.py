@@ -768,6 +768,15 @@ def bar_figure(name: str, title: str, categories, series: dict, ylabel: str, *, 
     return Chart(name, title, fig, caption)
 
 
+def _per_system_panels(results: dict, nothing: str):
+    """The systems with a result (others map to a reason), and a figure of three panels, one bar per system."""
+    ok = {k: v for k, v in results.items() if not isinstance(v, str)}
+    if not ok:
+        raise FlopcastError(f"{nothing}: nothing to plot")
+    fig = matplotlib_figure((10.5, 3.9))
+    return ok, list(ok), fig, fig.subplots(1, 3), list(range(len(ok)))
+
+
 def _system_axes(axes, names) -> None:
     """One bar per system on each axis: the system names as ticks."""
     for ax in axes:
@@ -785,13 +794,7 @@ def _not_shown(results: dict) -> str:
 
 def compare_figure(results: dict, name: str = "compare") -> Chart:
     """Time to train, MFU and cost of the best layout on each system: {system id: TrainResult or why not}."""
-    ok = {k: v for k, v in results.items() if not isinstance(v, str)}
-    if not ok:
-        raise FlopcastError("no system gave a layout that fits: nothing to plot")
-    names = list(ok)
-    fig = matplotlib_figure((10.5, 3.9))
-    ax1, ax2, ax3 = fig.subplots(1, 3)
-    x = list(range(len(names)))
+    ok, names, fig, (ax1, ax2, ax3), x = _per_system_panels(results, "no system gave a layout that fits")
     have_tokens = all(r.tokens for r in ok.values())
     if have_tokens:
         ax1.bar([i - 0.2 for i in x], [r.time_to_train_s / DAY for r in ok.values()], 0.4, color=CYCLE[0], label="ideal")
@@ -962,13 +965,7 @@ def figures_claims(series: dict) -> list:
 
 def serving_compare_figure(points: dict, name: str = "compare-serving") -> Chart:
     """Capacity at the SLOs, cost per million output tokens and TPOT p90 per system (compare --serve)."""
-    ok = {k: v for k, v in points.items() if not isinstance(v, str)}
-    if not ok:
-        raise FlopcastError("no system meets the SLOs: nothing to plot")
-    names = list(ok)
-    fig = matplotlib_figure((10.5, 3.9))
-    ax1, ax2, ax3 = fig.subplots(1, 3)
-    x = list(range(len(names)))
+    ok, names, fig, (ax1, ax2, ax3), x = _per_system_panels(points, "no system meets the SLOs")
     ax1.bar(x, [p.qps for p in ok.values()], 0.6, color=CYCLE[0])
     ax1.set_ylabel("requests/s at the SLOs")
     _log_axis(ax1, "y")
