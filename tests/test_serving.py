@@ -101,8 +101,14 @@ def test_trace_and_length_parsing(tmp_path):
         S.lengths("normal:1:2", 3, rng, "--output-tokens")
     p = tmp_path / "t.csv"
     p.write_text("arrival_s,input_tokens,output_tokens\n0.5,100,10\n0.1,200,20\n")
-    t = S.read_trace(p)
+    notes = []
+    t = S.read_trace(p, notes)
     assert list(t.arrival_s) == [0.1, 0.5] and list(t.input_tokens) == [200, 100]
+    assert notes == ["trace rows sorted by arrival_s: 2 of 2 were out of order"]
+    p.write_text("arrival_s,input_tokens,output_tokens\n0.1,100,10\n0.5,200,20\n")
+    notes = []
+    S.read_trace(p, notes)
+    assert notes == []
     p.write_text("when,in\n1,2\n")
     with pytest.raises(FlopcastError, match="--trace"):
         S.read_trace(p)

@@ -132,7 +132,7 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
 @click.command()
 @_apply
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
-@click.option("--requests", "n_requests", type=int, default=None, help="Number of requests (default 500)")
+@click.option("--requests", "n_requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
@@ -175,7 +175,7 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         if trace:
             if qps is not None:
                 raise FlopcastError("--trace gives the arrivals; leave out --qps")
-            reqs = S.read_trace(trace)
+            reqs = S.read_trace(trace, notes)
         else:
             if qps is None:
                 raise FlopcastError("--qps is required (a positive request rate) unless --trace or --find-capacity is given")

@@ -115,8 +115,10 @@ def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = No
                     np.maximum(1, lengths(output_tokens, n, rng, "--output-tokens")))
 
 
-def read_trace(path) -> Requests:
-    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required)."""
+def read_trace(path, notes: list | None = None) -> Requests:
+    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required).
+
+    Rows out of arrival order are sorted; `notes`, when given, gets one line saying how many were."""
     p = Path(path)
     if not p.exists():
         raise FlopcastError(f"--trace {path} does not exist")
@@ -141,6 +143,9 @@ def read_trace(path) -> Requests:
         raise FlopcastError(f"--trace {path}: arrival_s >= 0, input_tokens >= 0, output_tokens >= 1")
     # arrivals out of order are sorted (a trace may be merged from several sources), and counted
     order = np.argsort(a, kind="stable")
+    moved = int((order != np.arange(len(a))).sum())
+    if moved and notes is not None:
+        notes.append(f"trace rows sorted by arrival_s: {moved} of {len(a)} were out of order")
     return Requests(a[order], i[order], o[order])
 
 
