@@ -91,11 +91,15 @@ def _calibration(params: list[_Param], x: np.ndarray, base: Calibration | None =
             fam_vals.setdefault(p.family, {})[p.name] = float(v)
         else:
             glob[p.name] = float(v)
+    # a family without FP8 runs takes the FP8/BF16 efficiency ratio that the families with FP8 runs were
+    # fitted to (the same transfer as an unmeasured chip taking its family's efficiencies); the prior ratio
+    # only when no family has FP8 runs
+    ratios = [v["gemm_fp8"] / v["gemm"] for v in fam_vals.values() if "gemm_fp8" in v]
+    fp8_ratio = float(np.mean(ratios)) if ratios else FAMILY_PRIOR["gemm_fp8"][0] / FAMILY_PRIOR["gemm"][0]
     fams = {}
     for f, vals in fam_vals.items():
         if "gemm_fp8" not in vals:
-            # no FP8 runs on this family: keep the FP8/BF16 efficiency ratio at its prior
-            vals["gemm_fp8"] = vals["gemm"] * FAMILY_PRIOR["gemm_fp8"][0] / FAMILY_PRIOR["gemm"][0]
+            vals["gemm_fp8"] = vals["gemm"] * fp8_ratio
         fams[f] = FamilyEfficiency(**vals)
     return Calibration(families=fams, **glob)
 
