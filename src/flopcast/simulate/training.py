@@ -28,12 +28,18 @@ from ..model.workload import Mlp, Model
 # An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
 # each costs calibration.op_overhead_s.
 KERNELS_PER_LAYER = 36
-# Host-side operators of one MoE layer's forward in Megatron-Core (router linear, score function, top-k,
-# auxiliary loss, token counts and their copy to the host, permute, all-to-all, sort by local expert,
-# activation, unpermute, all-to-all back), plus fc1 and fc2 issued per local expert by the grouped linear
-# layer. Counted from megatron/core/transformer/moe (an assumption); each costs calibration.moe_host_op_s.
-MOE_HOST_OPS = 40
-MOE_HOST_OPS_PER_EXPERT = 2
+# Host-side operator calls of one MoE layer's forward in Megatron-Core 0.14/0.15 (the versions Megatron-Bridge
+# 25.11 requires), alltoall token dispatcher and TEGroupedMLP, counted in megatron/core/transformer/moe
+# (moe_layer.py, router.py, token_dispatcher.py, moe_utils.py, experts.py) and Transformer Engine 2.8's
+# grouped_linear.py, the helper functions confirmed by running them under a PyTorch dispatch counter:
+# router GEMM and score function with top-k ~14, dispatch preprocessing with its all-gather 18, the
+# device-to-host copy of the token counts ~14, permute ~10, the two all-to-alls 13, chunk sorts ~15,
+# experts' fixed calls ~21, unpermute ~5 (~110 with or without the permute fusion), plus ~18 for the
+# load-balancing auxiliary loss that the catalog's MoE models train with; and per local expert, each of the
+# two grouped linears launches one GEMM and makes one split view (4). Counts by hand, +-10%.
+# Each call costs calibration.moe_host_op_s.
+MOE_HOST_OPS = 128
+MOE_HOST_OPS_PER_EXPERT = 4
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
