@@ -112,3 +112,25 @@ def test_catalog_shows_every_entry():
         for key in catalog.names(kind):
             e = show.entry_json(key)
             assert e["kind"] == kind and e["id"] == key and e["fields"]
+
+
+def test_measured_matmul_ceiling_sets_family_priors_and_unfitted_chips():
+    from flopcast.model.system import Dtype
+    from flopcast.validate import calibrate as cb
+
+    h100, h200 = catalog.load_chip("h100-sxm"), catalog.load_chip("h200")
+    assert cb._prior("nvidia-hopper", "gemm") == pytest.approx(
+        (h100.mamf_fraction(Dtype.BF16) + h200.mamf_fraction(Dtype.BF16)) / 2)
+    assert cb._prior("trainium", "gemm") == cb.FAMILY_PRIOR["gemm"][0]  # no Trainium MAMF published
+    assert cb._prior("nvidia-hopper", "attention") == cb.FAMILY_PRIOR_OVERRIDE[("nvidia-hopper", "attention")]
+
+    cal = catalog.calibration()
+    mi = catalog.load_chip("mi300x")
+    assert mi.family not in cal.families and 0.4 < mi.mamf_fraction(Dtype.BF16) < 0.6
+    eff = cal.for_chip(mi)
+    assert eff.gemm == pytest.approx(mi.mamf_fraction(Dtype.BF16) * cal.mamf_transfer["gemm"])
+    assert eff.attention == pytest.approx(cal.mean_family().attention)
+    assert "maximum achievable matmul" in cal.basis(mi.id, mi.family, mi)
+    assert cal.for_chip(catalog.load_chip("tpu-v5p")) == cal.mean_family()  # no MAMF: the fitted families' mean
+    assert cal.for_chip(h100) == cal.families["nvidia-hopper"]
+    assert cal.for_chip(catalog.load_chip("trainium2")) == cal.families["trainium"]

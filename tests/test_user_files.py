@@ -36,6 +36,8 @@ CHIP_CASES = [
     ("cores: 0", "cores", "0", "a positive integer"),
     ("cores: 2.5", "cores", "2.5", "a positive integer"),
     ("tile: [128, 0]", "tile[1]", "0", "a positive integer"),
+    ("mamf: {bf16: 700 TFLOP/s}", "mamf.bf16", "'700 TFLOP/s'", "at most peak_flops.bf16"),
+    ("mamf: {bf16: -1 TFLOP/s}", "mamf.bf16", "'-1 TFLOP/s'", "above zero"),
 ]
 
 

@@ -84,7 +84,7 @@ _KIND_FIELDS = {
     "model": {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "mlp", "moe", "mla",
               "head_dim", "sliding_window", "published_params"},
     "chip": {"peak_flops", "tile", "cores", "sram", "power", "clock", "vector_bits", "simd_units", "isa",
-             "memory_channels", "family", "default_system"},
+             "memory_channels", "family", "default_system", "mamf"},
     "system": {"chip", "chips_per_node", "tiers", "price_per_hour", "vcpus"},
 }
 _EXAMPLE = {"flop_rate": "667 TFLOP/s", "bytes": "96 GiB", "bandwidth": "2.9 TB/s", "time": "2 us", "power": "700 W",
@@ -316,6 +316,17 @@ def load_chip(name: str) -> Chip:
     kind = d.get("kind", "accelerator")
     if kind not in ("accelerator", "cpu"):
         raise FlopcastError(f"{label}: kind: {kind!r} is not a chip kind; valid: accelerator, cpu")
+    mamf = {}
+    for key, value in _mapping(label, d, "mamf").items():
+        dtype_name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
+        if dtype_name.upper() not in Dtype.__members__:
+            raise FlopcastError(f"{label}: mamf.{key}: unknown data type; valid: {valid_types}")
+        if value is None:
+            continue
+        dt = Dtype[dtype_name.upper()]
+        mamf[dt] = _quantity(label, f"mamf.{key}", value, "flop_rate")
+        if dt not in peaks or mamf[dt] > peaks[dt]:
+            raise FlopcastError(f"{label}: mamf.{key}: {value!r} is out of range; valid: at most peak_flops.{key}")
     tile = d.get("tile") or (128, 128)
     if not isinstance(tile, (list, tuple)) or len(tile) != 2:
         raise FlopcastError(f"{label}: tile: {tile!r} is out of range; valid: two positive integers, e.g. [128, 128]")
@@ -338,6 +349,7 @@ def load_chip(name: str) -> Chip:
         simd_units=_opt_int(label, d, "simd_units"),
         isa=tuple(d.get("isa") or ()),
         memory_channels=_opt_int(label, d, "memory_channels"),
+        mamf=mamf,
         sources=_source_map(d),
         notes=dict(d.get("notes") or {}),
     )
@@ -531,4 +543,28 @@ def calibration() -> Calibration:
 def calibration_from_dict(d: dict) -> Calibration:
     fams = {k: FamilyEfficiency(**v) for k, v in (d.get("families") or {}).items()}
     glob = d.get("global") or {}
-    return Calibration(families=fams, provenance=d.get("provenance") or {}, **glob)
+    return with_mamf_transfer(Calibration(families=fams, provenance=d.get("provenance") or {}, **glob))
+
+
+@functools.lru_cache(maxsize=None)
+def family_mamf(family: str, dtype: Dtype) -> float | None:
+    """Mean measured maximum achievable matmul fraction of peak (chip field `mamf`) over the catalogued chips
+    of a family, or None when none has one."""
+    fractions = []
+    for cid, d in raw("chip").items():
+        if d.get("family", cid) == family and d.get("mamf"):
+            f = load_chip(cid).mamf_fraction(dtype)
+            if f:
+                fractions.append(f)
+    return sum(fractions) / len(fractions) if fractions else None
+
+
+def with_mamf_transfer(cal: Calibration) -> Calibration:
+    """The calibration with its fitted/MAMF ratio per GEMM kind, which chips of unfitted families scale their
+    own MAMF by (Calibration.for_chip)."""
+    transfer = {}
+    for key, dtype in (("gemm", Dtype.BF16), ("gemm_fp8", Dtype.FP8)):
+        ratios = [getattr(v, key) / m for f, v in cal.families.items() if (m := family_mamf(f, dtype))]
+        if ratios:
+            transfer[key] = sum(ratios) / len(ratios)
+    return replace(cal, mamf_transfer=transfer)

@@ -6,7 +6,9 @@ The values flopcast ships live in catalog/data/calibration.yaml, written by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+
+from ..model.system import Dtype
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class Calibration:
     elementwise_traffic: float = 1.5  # HBM traffic of a layer's non-GEMM kernels relative to the minimal count
     step_overhead_s: float = 0.0  # fixed cost per optimizer step (data loading, logging)
     provenance: dict = field(default_factory=dict, compare=False, hash=False)
+    # fitted large-GEMM efficiency / measured maximum achievable matmul fraction (MAMF), averaged over the fitted
+    # families whose chips have one, per key (gemm, gemm_fp8); set by the catalog when it loads the calibration
+    mamf_transfer: dict = field(default_factory=dict, compare=False, hash=False)
 
     def family(self, name: str) -> FamilyEfficiency:
         if name in self.families:
@@ -44,6 +49,25 @@ class Calibration:
             return self.families[fallback]
         return self.mean_family()
 
+    def for_chip(self, chip) -> FamilyEfficiency:
+        """A chip's efficiencies: its family's (or its nearest relative's) when fitted; otherwise the mean of the
+        fitted families, with the GEMM efficiencies taken from the chip's own measured matmul ceiling (MAMF)
+        times the fitted/MAMF ratio of the fitted families, where the chip has a MAMF."""
+        if chip.family in self.families or FAMILY_FALLBACK.get(chip.family) in self.families:
+            return self.family(chip.family)
+        base = self.mean_family()
+        own = self._mamf_gemm(chip)
+        return replace(base, **own) if own else base
+
+    def _mamf_gemm(self, chip) -> dict:
+        out = {}
+        for key, dtype in (("gemm", Dtype.BF16), ("gemm_fp8", Dtype.FP8)):
+            fraction = chip.mamf_fraction(dtype) if hasattr(chip, "mamf_fraction") else None
+            ratio = self.mamf_transfer.get(key)
+            if fraction and ratio:
+                out[key] = min(fraction * ratio, 1.0)
+        return out
+
     def mean_family(self) -> FamilyEfficiency:
         if not self.families:
             return FamilyEfficiency()
@@ -52,7 +76,7 @@ class Calibration:
             **{f.name: sum(getattr(v, f.name) for v in vals) / len(vals) for f in fields(FamilyEfficiency)}
         )
 
-    def basis(self, chip_id: str, family: str) -> str:
+    def basis(self, chip_id: str, family: str, chip=None) -> str:
         """One line saying where a chip's efficiencies come from."""
         measured = self.provenance.get("rows_per_chip", {}).get(chip_id, 0)
         if measured:
@@ -65,6 +89,10 @@ class Calibration:
         if fallback in self.families:
             return (f"no measured {chip_id} runs: efficiencies of the related family '{fallback}', "
                     "peaks and bandwidths from its specifications")
+        if chip is not None and self._mamf_gemm(chip):
+            return (f"no measured {chip_id} runs and no calibrated relative: GEMM efficiency from its measured "
+                    "maximum achievable matmul (MAMF) x the fitted/MAMF ratio of the calibrated families, other "
+                    "efficiencies their mean, peaks and bandwidths from its specifications")
         return (f"no measured {chip_id} runs and no calibrated relative: mean efficiencies of the calibrated "
                 "families, peaks and bandwidths from its specifications")
 

@@ -73,6 +73,9 @@ class Chip:
     simd_units: int = 0
     isa: tuple[str, ...] = ()
     memory_channels: int = 0
+    # measured maximum achievable matmul FLOP/s per data type (best shape of a brute-force search on one chip,
+    # Bekman's mamf-finder), where published: what the chip's GEMM library reaches, not its spec
+    mamf: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict, compare=False, hash=False)
     notes: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -90,6 +93,12 @@ class Chip:
 
             raise FlopcastError(f"chip {self.id} has no published {dtype.label} peak; choose another --dtype")
         return value
+
+    def mamf_fraction(self, dtype: Dtype) -> float | None:
+        """Measured maximum achievable matmul FLOP/s as a fraction of the dense peak, or None."""
+        value = self.mamf.get(dtype)
+        peak = self.peak_flops.get(dtype)
+        return value / peak if value and peak else None
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class _Layer:
 def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool,
            software: Software) -> _Layer:
     chip = system.chip
-    fam = cal.family(chip.family)
+    fam = cal.for_chip(chip)
     tp, cp, ep, b, sp, T = x["tp"], x["cp"], x["ep"], x["b"], x["sp"], x["T"]
     h, s = model.hidden, model.seq_len
     kw = dict(peak=x["peak_gemm"], efficiency=x["gemm_eff"], tile=chip.tile, cores=chip.cores,
@@ -218,7 +218,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     `software` says what the framework offers (flash attention, ZeRO-3 gather granularity); one for all layouts.
     """
     chip = system.chip
-    fam = cal.family(chip.family)
+    fam = cal.for_chip(chip)
     f = _as_float(lb)
     tp, pp, dp, cp, ep, vp, b, gb = (f[k] for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"))
     sp = (lb.sequence_parallel.astype(bool)) & (tp > 1)

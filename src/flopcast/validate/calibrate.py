@@ -36,6 +36,9 @@ FAMILY_PRIOR = {
 # H100, 0.34 of its 989 TFLOP/s, the same kernels not using Hopper's new instructions (Dao 2023,
 # arXiv:2307.08691, sec. 4.1 and Fig. 7). Without it the H100 attention efficiency is identified by the
 # long-sequence runs alone and falls back toward 0.5 when they are left out.
+# The large-GEMM priors (BF16 and FP8) of a family whose chips have a measured maximum achievable matmul
+# throughput (chip field `mamf`: best shape of a brute-force search, Bekman's MAMF table) are the mean fraction
+# of peak those chips reached, not the generic values above (catalog.family_mamf).
 FAMILY_PRIOR_OVERRIDE = {
     ("nvidia-hopper", "attention"): 0.34,
 }
@@ -68,6 +71,18 @@ class _Param:
     width: float
 
 
+def _prior(family: str, key: str) -> float:
+    if (family, key) in FAMILY_PRIOR_OVERRIDE:
+        return FAMILY_PRIOR_OVERRIDE[(family, key)]
+    if key in ("gemm", "gemm_fp8"):
+        from .. import catalog
+
+        measured = catalog.family_mamf(family, Dtype.FP8 if key == "gemm_fp8" else Dtype.BF16)
+        if measured is not None:
+            return measured
+    return FAMILY_PRIOR[key][0]
+
+
 def _parameters(cases: list[vt.Case]) -> list[_Param]:
     fams = sorted({c.system.chip.family for c in cases})
     fp8 = {c.system.chip.family for c in cases if Dtype.FP8 in (c.space.dtype or ())
@@ -77,7 +92,7 @@ def _parameters(cases: list[vt.Case]) -> list[_Param]:
         for k, (p, lo, hi, w) in FAMILY_PRIOR.items():
             if k == "gemm_fp8" and f not in fp8:
                 continue
-            out.append(_Param(k, f, FAMILY_PRIOR_OVERRIDE.get((f, k), p), lo, hi, w))
+            out.append(_Param(k, f, _prior(f, k), lo, hi, w))
     for k, (p, lo, hi, w) in GLOBAL_PRIOR.items():
         out.append(_Param(k, None, p, lo, hi, w))
     return out
@@ -101,7 +116,9 @@ def _calibration(params: list[_Param], x: np.ndarray, base: Calibration | None =
         if "gemm_fp8" not in vals:
             vals["gemm_fp8"] = vals["gemm"] * fp8_ratio
         fams[f] = FamilyEfficiency(**vals)
-    return Calibration(families=fams, **glob)
+    from .. import catalog
+
+    return catalog.with_mamf_transfer(Calibration(families=fams, **glob))
 
 
 def _residuals(x, params, cases, layouts):
@@ -169,7 +186,7 @@ def provenance(path, cases, info) -> dict:
 
 def calibration_dict(cal: Calibration, prov: dict) -> dict:
     glob = {f.name: getattr(cal, f.name) for f in fields(Calibration)
-            if f.name not in ("families", "provenance")}
+            if f.name not in ("families", "provenance", "mamf_transfer")}
     return {
         "provenance": prov,
         "families": {k: {f.name: round(getattr(v, f.name), 4) for f in fields(FamilyEfficiency)}
