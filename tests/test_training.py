@@ -97,3 +97,34 @@ def test_moe_and_cp_and_interleaving_run():
     r = flopcast.train("llama3-8b", hardware="p5.48xlarge", chips=16, tp=2, pp=1, cp=8, micro_batch=1,
                        global_batch=16, seq_len=131072)
     assert r.time_breakdown_s["comm/cp"] >= 0 and r.layout.cp == 8
+
+
+def test_balanced_pipeline_stage_places_whole_layers_around_the_embedding_and_logits():
+    # 94 layers of time 1 on 8 stages, logits worth 2 layers: 12 per middle stage, 10 on the last -> 12;
+    # an even split puts ceil(94 / 8) = 12 layers and the logits on the last stage -> 14
+    assert training._balanced_stage(94, np.array([8.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
+                                    np.array([96.0 / 8]))[0] == pytest.approx(12.0)
+    # 32 layers on 4 stages with light edges: nothing to move, one layer plus an edge on the last stage
+    assert training._balanced_stage(32, np.array([4.0]), np.array([1.0]), np.array([0.1]), np.array([0.1]),
+                                    np.array([32.2 / 4]))[0] == pytest.approx(8.1)
+
+
+def test_uneven_pipeline_split_only_with_software_that_has_it():
+    from flopcast.model.strategy import ERA_2021_SOFTWARE, MODERN_SOFTWARE
+    from flopcast.validate.training import software_of
+
+    model, system = catalog.load_model("qwen3-235b-a22b"), catalog.load_system("gb200-nvl72")
+    out = search.search(model, system, 256, catalog.calibration(),
+                        search.SearchSpace(tp=(1,), pp=(8,), ep=(32,), vp=(3,), micro_batch=(1,),
+                                           global_batch=(8192,), dtype=(Dtype.BF16,)))
+    lb = LayoutBatch.of([out.batch.layout(int(out.order[0]))])
+    cal = catalog.calibration()
+    even = training.evaluate(model, system, lb, cal, software=dataclasses.replace(MODERN_SOFTWARE,
+                                                                                   uneven_pipeline_split=False))
+    uneven = training.evaluate(model, system, lb, cal, software=MODERN_SOFTWARE)
+    assert uneven["time_parts"]["imbalance"][0] < even["time_parts"]["imbalance"][0]
+    assert uneven["step_time_s"][0] < even["step_time_s"][0]
+    # by source date: even before Megatron Core 0.9.0 (24 Oct 2024), 2021-era before May 2022
+    assert not software_of({"source": "x", "source_locator": "2024-09-09"}).uneven_pipeline_split
+    assert software_of({"source": "x", "source_locator": "2025-05-08"}).uneven_pipeline_split
+    assert software_of({"source": "x-2021"}) == ERA_2021_SOFTWARE

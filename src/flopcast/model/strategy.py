@@ -130,12 +130,18 @@ class Software:
     # (deepspeed/runtime/zero/constants.py, ZERO_OPTIMIZATION_PREFETCH_BUCKET_SIZE_DEFAULT), so of a layer
     # with more parameters the rest is gathered when the layer starts, behind no compute
     zero3_prefetch_params: float = float("inf")
+    # pipeline stages may hold different numbers of layers, so the stages with the embedding and the
+    # logits take fewer (Megatron-Core: --decoder-first/last-pipeline-num-layers,
+    # --account-for-embedding/loss-in-pipeline-split, --pipeline-model-parallel-layout); Megatron-LM of
+    # 2021 split the layers evenly (num_layers divisible by the pipeline degree)
+    uneven_pipeline_split: bool = True
 
 
 MODERN_SOFTWARE = Software()
 # A GPT layer's parameter tensors: two norms (weight, bias), fused QKV, projection, two MLP matrices
 # (weight, bias each) -- Megatron-LM's ParallelTransformerLayer.
-ERA_2021_SOFTWARE = Software(flash_attention=False, zero3_gathers_per_layer=12, zero3_prefetch_params=5e7)
+ERA_2021_SOFTWARE = Software(flash_attention=False, zero3_gathers_per_layer=12, zero3_prefetch_params=5e7,
+                             uneven_pipeline_split=False)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,10 @@ MEASURED = "measured_tokens_per_s_per_chip"
 # searched without them (cp = 1, no sequence parallelism, recompute none or full), its attention
 # is unfused (s x s scores in memory and HBM traffic) and its ZeRO-3 gathers are per parameter tensor.
 SOFTWARE_CUTOFF = dt.date(2022, 5, 10)
+# Pipeline stages with different layer counts (first and last stages lighter): Megatron Core 0.9.0,
+# released 24 October 2024 (release notes, "Uneven pipeline parallelism"). Before it, layers were split evenly.
+UNEVEN_PIPELINE_SINCE = dt.date(2024, 10, 24)
+EVEN_PIPELINE_SOFTWARE = replace(MODERN_SOFTWARE, uneven_pipeline_split=False)
 # A year, optionally -MM and -DD, not inside a longer number or a hexadecimal commit hash.
 _DATE = re.compile(r"(?<![0-9a-fA-F])(19\d\d|20\d\d)(?:-(\d\d))?(?:-(\d\d))?(?![0-9])")
 
@@ -64,7 +68,11 @@ def source_date(row: dict) -> dt.date | None:
 def software_of(row: dict) -> Software:
     """The framework features a row's run could have had, from its source's date (never its measurement)."""
     d = source_date(row)
-    return ERA_2021_SOFTWARE if d is not None and d < SOFTWARE_CUTOFF else MODERN_SOFTWARE
+    if d is None:
+        return MODERN_SOFTWARE
+    if d < SOFTWARE_CUTOFF:
+        return ERA_2021_SOFTWARE
+    return EVEN_PIPELINE_SOFTWARE if d < UNEVEN_PIPELINE_SINCE else MODERN_SOFTWARE
 
 
 @dataclass(frozen=True)
@@ -273,7 +281,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if not model.moe:
         pinned.setdefault("ep", (1,))
     software = software_of(row)
-    if software != MODERN_SOFTWARE:
+    if software == ERA_2021_SOFTWARE:
         pinned["sequence_parallel"] = (0,)
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
         if "recompute" not in pinned:
