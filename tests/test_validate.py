@@ -49,3 +49,14 @@ def test_unsimulable_row_is_listed_not_dropped(calibration_csv, tmp_path):
     assert len(rows) == 2
     skipped = [r for r in rows if r.status == "skipped"]
     assert len(skipped) == 1 and "unknown system" in skipped[0].reason
+
+
+def test_a_stated_node_network_replaces_the_instance_network():
+    p4de = catalog.system_for("a100-80gb")
+    row = {"source_locator": "benchmarking README; A100 80GB (1600 Gbps RoCE) section", "notes": ""}
+    s = vt.stated_network(row, p4de)
+    assert s.tiers[-1].bandwidth == 1600e9 / 8 / 8 and s.tiers[0] == p4de.tiers[0]
+    assert "1600 Gbps" in s.name
+    assert vt.stated_network({"source_locator": "commit 061f2c7c (2024-01)", "notes": ""}, p4de) == p4de
+    one_node = catalog.load_system("inf2.48xlarge")
+    assert vt.stated_network(row, one_node) == one_node  # no scale-out tier to replace

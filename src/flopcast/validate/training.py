@@ -260,11 +260,28 @@ def model_of(row: dict) -> Model:
     return catalog.model_from_dict(row["model"], d)
 
 
+# A node's scale-out network as a source states it, e.g. "A100 80GB (1600 Gbps RoCE) section": the
+# bandwidth of the whole node, in the source locator or the notes.
+_NETWORK = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:Gbps|Gbit/s|Gb/s)\b", re.IGNORECASE)
+
+
+def stated_network(row: dict, system: System) -> System:
+    """The chip's default node with the scale-out bandwidth the row's source states for its nodes, if it
+    states one (the catalog's instance network otherwise): a row is simulated on the hardware it ran on."""
+    m = _NETWORK.search(f"{row.get('source_locator') or ''} {row.get('notes') or ''}")
+    if not m or not system.tiers or system.tiers[-1].size <= system.chips_per_node:
+        return system
+    node_bits = float(m.group(1)) * 1e9
+    tier = replace(system.tiers[-1], name=f"{m.group(0)} (stated)", bandwidth=node_bits / 8 / system.chips_per_node)
+    return replace(system, tiers=(*system.tiers[:-1], tier),
+                   name=f"{system.name}, scale-out {m.group(0)} per node as the source states")
+
+
 def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     run = row.get("run_id", "?")
     check_row(row)
     model = model_of(row)
-    system = catalog.system_for(row["hardware"].strip())
+    system = stated_network(row, catalog.system_for(row["hardware"].strip()))
     chips = _int(row["chips"])
     if not chips:
         raise FlopcastError("chips is blank")
