@@ -62,7 +62,7 @@ class Calibration:
     def _mamf_gemm(self, chip) -> dict:
         out = {}
         for key, dtype in (("gemm", Dtype.BF16), ("gemm_fp8", Dtype.FP8)):
-            fraction = chip.mamf_fraction(dtype) if hasattr(chip, "mamf_fraction") else None
+            fraction = chip.mamf_fraction(dtype)
             ratio = self.mamf_transfer.get(key)
             if fraction and ratio:
                 out[key] = min(fraction * ratio, 1.0)
