@@ -299,34 +299,34 @@ def _mapping(label: str, data: dict, key: str) -> dict:
     return value
 
 
+def _rates(label: str, d: dict, field: str, limit: dict | None = None) -> dict:
+    """A chip's `field` mapping of data type -> FLOP/s (cfp8 is stored as fp8); with `limit`, each rate is at
+    most the limit's rate of the same type."""
+    out = {}
+    for key, value in _mapping(label, d, field).items():
+        dtype_name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
+        if dtype_name.upper() not in Dtype.__members__:
+            valid_types = ", ".join([t.label for t in Dtype] + ["cfp8"])
+            raise FlopcastError(f"{label}: {field}.{key}: unknown data type; valid: {valid_types}")
+        if value is None:
+            continue
+        dtype = Dtype[dtype_name.upper()]
+        out[dtype] = _quantity(label, f"{field}.{key}", value, "flop_rate")
+        if limit is not None and (dtype not in limit or out[dtype] > limit[dtype]):
+            raise FlopcastError(f"{label}: {field}.{key}: {value!r} is out of range; valid: at most peak_flops.{key}")
+    return out
+
+
 def load_chip(name: str) -> Chip:
     cid, d = entry("chip", name)
     label = _label("chip", name, cid)
-    peaks = {}
-    valid_types = ", ".join([t.label for t in Dtype] + ["cfp8"])
-    for key, value in _mapping(label, d, "peak_flops").items():
-        dtype_name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
-        if dtype_name.upper() not in Dtype.__members__:
-            raise FlopcastError(f"{label}: peak_flops.{key}: unknown data type; valid: {valid_types}")
-        if value is None:
-            continue
-        peaks[Dtype[dtype_name.upper()]] = _quantity(label, f"peak_flops.{key}", value, "flop_rate")
+    peaks = _rates(label, d, "peak_flops")
     if not peaks:
         raise FlopcastError(f"{label}: field 'peak_flops' needs at least one data type, e.g. `bf16: 667 TFLOP/s`")
     kind = d.get("kind", "accelerator")
     if kind not in ("accelerator", "cpu"):
         raise FlopcastError(f"{label}: kind: {kind!r} is not a chip kind; valid: accelerator, cpu")
-    mamf = {}
-    for key, value in _mapping(label, d, "mamf").items():
-        dtype_name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
-        if dtype_name.upper() not in Dtype.__members__:
-            raise FlopcastError(f"{label}: mamf.{key}: unknown data type; valid: {valid_types}")
-        if value is None:
-            continue
-        dt = Dtype[dtype_name.upper()]
-        mamf[dt] = _quantity(label, f"mamf.{key}", value, "flop_rate")
-        if dt not in peaks or mamf[dt] > peaks[dt]:
-            raise FlopcastError(f"{label}: mamf.{key}: {value!r} is out of range; valid: at most peak_flops.{key}")
+    mamf = _rates(label, d, "mamf", limit=peaks)
     tile = d.get("tile") or (128, 128)
     if not isinstance(tile, (list, tuple)) or len(tile) != 2:
         raise FlopcastError(f"{label}: tile: {tile!r} is out of range; valid: two positive integers, e.g. [128, 128]")
