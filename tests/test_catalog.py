@@ -130,7 +130,7 @@ def test_measured_matmul_ceiling_sets_family_priors_and_unfitted_chips():
     eff = cal.for_chip(mi)
     assert eff.gemm == pytest.approx(mi.mamf_fraction(Dtype.BF16) * cal.mamf_transfer["gemm"])
     assert eff.attention == pytest.approx(cal.mean_family().attention)
-    assert "maximum achievable matmul" in cal.basis(mi.id, mi.family, mi)
+    assert "maximum achievable matmul" in cal.basis(mi)
     assert cal.for_chip(catalog.load_chip("tpu-v5p")) == cal.mean_family()  # no MAMF: the fitted families' mean
     assert cal.for_chip(h100) == cal.families["nvidia-hopper"]
     assert cal.for_chip(catalog.load_chip("trainium2")) == cal.families["trainium"]

@@ -76,8 +76,9 @@ class Calibration:
             **{f.name: sum(getattr(v, f.name) for v in vals) / len(vals) for f in fields(FamilyEfficiency)}
         )
 
-    def basis(self, chip_id: str, family: str, chip=None) -> str:
+    def basis(self, chip) -> str:
         """One line saying where a chip's efficiencies come from."""
+        chip_id, family = chip.id, chip.family
         measured = self.provenance.get("rows_per_chip", {}).get(chip_id, 0)
         if measured:
             return f"calibrated: {measured} measured {chip_id} runs in the fit"
@@ -89,7 +90,7 @@ class Calibration:
         if fallback in self.families:
             return (f"no measured {chip_id} runs: efficiencies of the related family '{fallback}', "
                     "peaks and bandwidths from its specifications")
-        if chip is not None and self._mamf_gemm(chip):
+        if self._mamf_gemm(chip):
             return (f"no measured {chip_id} runs and no calibrated relative: GEMM efficiency from its measured "
                     "maximum achievable matmul (MAMF) x the fitted/MAMF ratio of the calibrated families, other "
                     "efficiencies their mean, peaks and bandwidths from its specifications")

@@ -424,7 +424,7 @@ def _balanced_stage(L: int, pp, layer_time, t_embed, t_logits, t_avg):
         for extra in (0.0, 1.0):
             T = (k + extra) * t + offset
             best = np.where((T >= t_avg - eps * t) & (held(T) >= L), np.minimum(best, T), best)
-    return np.where(np.isfinite(best), best, np.inf)
+    return best
 
 
 def _attention_flops_per_token(model: Model) -> float:
