@@ -32,7 +32,7 @@ def _layout_text(r: vt.RowResult) -> str:
     return " ".join(parts)
 
 
-# the columns only one schema has (shared/validation/README.md): they decide which schema a header means
+# the columns only one schema has (validation/README.md): they decide which schema a header means
 TRAINING_ONLY = frozenset({"source_locator", "params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                            "seq_len", "mlp", "moe_experts", "moe_topk", "moe_expert_ffn", "pp", "dp", "cp", "ep", "vp",
                            "micro_batch", "global_batch", "dtype", "recompute", "sharding", vt.MEASURED, "measured_as"})
@@ -204,7 +204,7 @@ def training_report(rows, summary) -> str:
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
 def validate(file, as_json, out, cross_validate):
-    """Compare predictions with the measured runs in FILE (the shared/validation CSV schemas).
+    """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """

@@ -8,7 +8,7 @@ attention core of decode reads the whole KV cache. Tensor parallelism adds two
 all-reduces per layer (Megatron, Shoeybi et al. 2019, sec. 3) timed by
 cost/comm.collective_time. An engine's fixed per-layer cost (kernel launches,
 synchronisation) and per-request cost are calibrated per engine family on
-../shared/validation/inference_runs.csv (validate/inference.fit_inference).
+validation/inference_runs.csv (validate/inference.fit_inference).
 
 CPUs: compute is threads x per-core peak of the compute dtype (the chip's peak_flops
 already folds in SVE/NEON width and the i8mm/BF16 matrix instructions); bandwidth is

@@ -1,4 +1,4 @@
-"""Inference predictions against measured serving runs (../shared/validation/inference_runs.csv).
+"""Inference predictions against measured serving runs (validation/inference_runs.csv).
 
 Each row's configuration goes through cost/inference.py; each measured figure the
 row states is compared (predicted vs measured, error %). The measured columns are
@@ -49,7 +49,7 @@ def check_columns(header, path) -> None:
     missing = missing_columns(header)
     if missing:
         raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the serving schema needs "
-                            f"{', '.join(REQUIRED)} and at least one measured_* column (see shared/validation/README.md)")
+                            f"{', '.join(REQUIRED)} and at least one measured_* column (see validation/README.md)")
 
 
 def _read(path) -> list[dict]:

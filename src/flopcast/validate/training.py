@@ -1,6 +1,6 @@
 """Published training runs in, predictions vs measurements out.
 
-Each row of a calibration-schema CSV (see shared/validation/README.md) becomes a
+Each row of a calibration-schema CSV (see validation/README.md) becomes a
 model (its dimensions; blanks filled from the catalog entry of the same name), a
 system (the chip's default system) and a layout (the stated cells pinned; blank
 cells chosen by flopcast's search over just those fields, as a tuned practitioner
@@ -145,7 +145,7 @@ def check_columns(header, path, required=REQUIRED):
     missing = [c for c in required if c not in header]
     if missing:
         raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the training schema needs "
-                            f"{', '.join(required)} (see shared/validation/README.md)")
+                            f"{', '.join(required)} (see validation/README.md)")
 
 
 def _int(v):
