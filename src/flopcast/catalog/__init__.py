@@ -20,6 +20,7 @@ import yaml
 
 from ..cost.efficiency import Calibration, FamilyEfficiency
 from ..errors import FlopcastError
+from ..model import hf
 from ..model.system import Chip, Dtype, System, Tier, Topology
 from ..model.workload import Mla, Mlp, Model, Moe
 from ..units import UnitError, parse
@@ -444,6 +445,10 @@ def system_for(name: str) -> System:
 
 
 def load_model(name: str) -> Model:
+    """A catalog model, a YAML/TOML model file, or a Hugging Face config.json (or a folder holding one)."""
+    config = hf.config_path(name)
+    if config is not None:
+        return hf.load(config)
     mid, d = entry("model", name)
     return model_from_dict(mid, d, label=_label("model", name, mid))
 

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ..errors import FlopcastError
+from ..model import hf
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from . import params as P
@@ -346,6 +347,7 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
 
         calibration = _cal()
     d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    notes.extend(hf.result_notes(model))
     if family in STATIC_SHAPE_FAMILIES:
         notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
                      "KV window (input + output tokens), not the live context")
