@@ -274,3 +274,12 @@ def test_forecasts_carry_the_unmodelled_fields(tmp_path, capsys):
     d = inference.deployment(m, api.resolve_system("p5.48xlarge"), weights="fp8")
     assert any("quantization_config" in n for n in d.assumptions)
     assert not hf.result_notes(catalog.load_model("deepseek-v3"))  # catalog entries carry their own notes
+
+
+def test_oversized_or_deep_json_is_refused(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FlopcastError, match="nested too deeply"):
+        catalog.load_model(str(tmp_path / "deep.json"))
+    (tmp_path / "big.json").write_text('{"model_type": "llama", "pad": "' + "x" * (2 << 20) + '"}')
+    with pytest.raises(FlopcastError, match="at most 1,048,576 bytes"):
+        catalog.load_model(str(tmp_path / "big.json"))

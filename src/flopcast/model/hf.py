@@ -17,6 +17,7 @@ from ..errors import FlopcastError
 from .workload import Mla, Mlp, Model, Moe
 
 CONFIG_NAME = "config.json"
+MAX_CONFIG_BYTES = 1 << 20  # a checkpoint's config.json is a few kB (DeepSeek-V3's: 1.7 kB)
 
 # keys with no bearing on time or memory: read and named in the `no_cost_effect` note
 NO_COST_EFFECT = frozenset({
@@ -352,6 +353,8 @@ def config_path(name) -> Path | None:
     path = Path(text).expanduser()
     if text.lower().endswith(".json"):
         return path
+    if path.suffix.lower() in (".yaml", ".yml", ".toml"):
+        return None  # a flopcast model file (the catalog reads it, and says if it is a folder)
     if path.is_dir() and ((path / CONFIG_NAME).exists() or "/" in text or text.startswith(".")):
         return path / CONFIG_NAME  # a bare name that is also a folder without config.json stays a catalog name
     return None
@@ -363,8 +366,13 @@ def load(path: Path) -> Model:
         where = f"folder {path.parent} holds no {CONFIG_NAME}" if path.name == CONFIG_NAME and path.parent.is_dir() \
             else f"file {path} does not exist"
         raise FlopcastError(f"{where}; valid: a Hugging Face config.json or a folder holding one")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise FlopcastError(f"{path} is {size:,} bytes; valid: a config.json of at most {MAX_CONFIG_BYTES:,} bytes")
     try:
         cfg = json.loads(path.read_text())
+    except RecursionError:
+        raise FlopcastError(f"{path}: values nested too deeply to be a Hugging Face config.json") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FlopcastError(" ".join(f"cannot read {path} as JSON: {exc}".split())) from None
     model_id = path.parent.resolve().name if path.name == CONFIG_NAME else path.stem
