@@ -80,3 +80,17 @@ def seconds(text: str, option: str) -> float:
     if v <= 0:
         raise FlopcastError(f"{option} must be positive, got {text!r}")
     return v
+
+
+def calibration_option(f):
+    """`--calibration FILE`: a file `flopcast calibrate --out` wrote, read instead of the shipped calibration."""
+    return click.option("--calibration", "calibration", type=click.Path(dir_okay=False), default=None,
+                        help="Calibration file to predict with (what `flopcast calibrate --out FILE` writes) "
+                             "instead of the one flopcast ships.")(f)
+
+
+def csv_option(f):
+    """`--csv FILE`: the command's table as CSV, its columns the JSON keys of each row ('/' joins nested keys)."""
+    return click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+                        help="Also write the table as CSV to this file; the columns are the JSON keys of each row "
+                             "(nested keys joined with '/').")(f)

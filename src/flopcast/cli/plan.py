@@ -12,9 +12,10 @@ from ..plan import capacity
 from ..plan import search as search_mod
 from ..progress import Progress
 from ..units import DAY, parse_count, parse_duration
-from .options import layout_from, layout_options, report_options, seconds
+from ..catalog import calibrations
+from .options import calibration_option, csv_option, layout_from, layout_options, report_options, seconds
 from .options import tokens as parse_tokens
-from .render import echo_json, emit_report
+from .render import echo_json, emit_report, write_table
 
 
 def _reports():
@@ -64,10 +65,12 @@ def _na(value, reason, fmt):
 @click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @layout_options
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, html, png,
-           **kw):
+def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, calibration, csv_path, as_json,
+           seq_len, html, png, **kw):
     """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
 
     Any layout option pins that field; the rest are searched.
@@ -82,7 +85,7 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
         raise FlopcastError(f"--top must be positive, got {top}")
     space = _space(kw, dtypes, batch_range)
     n_tokens = parse_tokens(tokens, m) if tokens else None
-    cal = catalog.calibration()
+    cal = calibrations.training(calibration)
     t0 = time.perf_counter()
     with Progress("searching layouts", enabled=not as_json) as bar:
         out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=not no_idle, progress=bar)
@@ -92,13 +95,15 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     rate = out.considered / wall if wall > 0 else float("inf")
     emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
                                                                   f"{system.chip.id} chips ({system.id})"))
+    doc = {
+        "model": m.label, "hardware": system.id, "chips": chips, "objective": objective,
+        "candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
+        "wall_s": wall, "candidates_per_s": rate, "rejected": out.rejected,
+        "top": [r.to_dict() for r in rows],
+    }
+    write_table(csv_path, "search", doc)
     if as_json:
-        echo_json({
-            "model": m.label, "hardware": system.id, "chips": chips, "objective": objective,
-            "candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
-            "wall_s": wall, "candidates_per_s": rate, "rejected": out.rejected,
-            "top": [r.to_dict() for r in rows],
-        })
+        echo_json(doc)
         return
     click.echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
     click.echo(f"{out.considered:,} candidates evaluated in {wall:.2f} s ({rate:,.0f}/s); "
@@ -164,9 +169,11 @@ def _parsed(parser, text: str, option: str, example: str, unit_required: bool = 
 @click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
 @click.option("--pareto", "frontier", is_flag=True, help="The frontier of cluster size, time to train and cost.")
 @layout_options
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, html, png, **kw):
+def plan(model, hardware, tokens, deadline, budget, frontier, calibration, csv_path, as_json, seq_len, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
     if sum(x is not None and x is not False for x in (deadline, budget, frontier or None)) != 1:
         raise FlopcastError("give exactly one of --deadline, --budget or --pareto")
@@ -174,7 +181,7 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
     system = api.resolve_system(hardware)
     n_tokens = parse_tokens(tokens, m)
     space = _space(kw)
-    cal = catalog.calibration()
+    cal = calibrations.training(calibration)
     t0 = time.perf_counter()
     with Progress("planning", enabled=not as_json) as bar:
         if deadline:
@@ -190,14 +197,16 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
             what = "pareto frontier"
     wall = time.perf_counter() - t0
     emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
+    doc = {
+        "model": m.label, "hardware": system.id, "tokens": n_tokens, "kind": out.kind, "target": out.target,
+        "searches": out.searches, "wall_s": wall,
+        "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
+        "frontier": [_point_dict(p) for p in out.frontier],
+        "points": [_point_dict(p) for p in out.points],
+    }
+    write_table(csv_path, "plan", doc)
     if as_json:
-        echo_json({
-            "model": m.label, "hardware": system.id, "tokens": n_tokens, "kind": out.kind, "target": out.target,
-            "searches": out.searches, "wall_s": wall,
-            "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
-            "frontier": [_point_dict(p) for p in out.frontier],
-            "points": [_point_dict(p) for p in out.points],
-        })
+        echo_json(doc)
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
     click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
@@ -235,10 +244,12 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
 @click.option("--requests", "n_requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, input_tokens, output_tokens, weights,
-            kv_dtype, scheduler, slo_ttft, slo_tpot, n_requests, seed, html, png, **kw):
+            kv_dtype, scheduler, slo_ttft, slo_tpot, n_requests, seed, calibration, csv_path, html, png, **kw):
     """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
@@ -248,7 +259,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
         raise FlopcastError("--hardware: name at least one system")
     if serving:
         _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
-                         slo_ttft, slo_tpot, n_requests, seed, as_json, html, png)
+                         slo_ttft, slo_tpot, n_requests, seed, as_json, html, png, calibration, csv_path)
         return
     serving_only = {"--weights": weights, "--kv-dtype": kv_dtype, "--qps": qps}
     given = [k for k, v in serving_only.items() if v is not None]
@@ -261,12 +272,15 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
     m = api.resolve_model(model, seq_len)
     n_tokens = parse_tokens(tokens, m)
     with Progress("comparing systems", enabled=not as_json) as bar:
-        out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw), progress=bar)
+        out = capacity.compare(m, systems, chips, n_tokens, calibrations.training(calibration), _space(kw),
+                               progress=bar)
     emit_report(html, png, lambda: _reports().compare_report(
         out, f"flopcast compare: {m.label} on {chips:,} chips of {', '.join(out)}"))
+    doc = {"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
+           "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v}) for k, v in out.items()}}
+    write_table(csv_path, "compare", doc)
     if as_json:
-        echo_json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
-                   "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v}) for k, v in out.items()}})
+        echo_json(doc)
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
     names = list(out)
@@ -298,7 +312,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
 
 
 def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
-                     slo_ttft, slo_tpot, n_requests, seed, as_json, html=None, png=None):
+                     slo_ttft, slo_tpot, n_requests, seed, as_json, html=None, png=None, calibration=None,
+                     csv_path=None):
     from ..simulate import serving as S
 
     layout = {k: v for k, v in layout_from(kw).items() if k != "tp"}
@@ -315,15 +330,17 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
     with Progress("simulating serving", unit="systems", enabled=not as_json) as bar:
         out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights,
                                        kv_dtype=kv_dtype, qps=qps, requests=n_requests, input_tokens=input_tokens,
-                                       output_tokens=output_tokens, seed=seed, progress=bar)
+                                       output_tokens=output_tokens, seed=seed, progress=bar,
+                                       inference_calibration=calibrations.serving(calibration))
     emit_report(html, png, lambda: _reports().compare_serving_report(
         out, f"flopcast compare --serve: {m.label} on {', '.join(out)}"))
     head = {"workload": "serve", "model": m.label, "scheduler": cfg.scheduler.value, "slo_ttft_s": cfg.slo_ttft_s,
             "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "input_tokens": input_tokens,
             "output_tokens": output_tokens}
+    doc = {**head, "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v}) for k, v in out.items()}}
+    write_table(csv_path, "compare", doc)
     if as_json:
-        echo_json({**head, "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
-                                       for k, v in out.items()}})
+        echo_json(doc)
         return
     load = (f"each at its capacity (highest request rate with >= 90% of requests meeting TTFT <= "
             f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)" if qps is None

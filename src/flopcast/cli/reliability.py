@@ -11,7 +11,7 @@ from ..cost.reliability import GoodputAssumptions, goodput_for
 from ..errors import FlopcastError
 from ..simulate.reliability import simulate
 from ..units import GIGA, HOUR, GiB, fmt, fmt_duration, parse_count, parse_duration
-from .options import layout_from, layout_options, report_options
+from .options import calibration_option, layout_from, layout_options, report_options
 from .render import echo_json, emit_report
 
 
@@ -66,8 +66,8 @@ def _reports():
     return figures
 
 
-def _train(model, hardware, chips, tokens, layout):
-    r = api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
+def _train(model, hardware, chips, tokens, layout, calibration=None):
+    r = api.train(model, hardware=hardware, chips=chips, tokens=tokens, calibration=calibration, **layout)
     if not r.fits:
         raise FlopcastError(
             f"{r.model.label} does not fit on {r.chips:,} {r.system.chip.id} chips"
@@ -94,11 +94,12 @@ def _train(model, hardware, chips, tokens, layout):
 @click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
+@calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_options
 def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps,
-                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json,
-                html, png, seq_len, **kw):
+                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, calibration,
+                as_json, html, png, seq_len, **kw):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
     layout = layout_from(kw)
     base = _assumptions(mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps, async_checkpoint,
@@ -114,9 +115,10 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
     if trials is not None and trials < 1:
         raise FlopcastError(f"--trials must be a positive whole number, got {trials}")
     if sweep_chips:
-        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json, html, png)
+        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json, html, png,
+               calibration)
         return
-    result = _train(m, hardware, chips, n_tokens, layout)
+    result = _train(m, hardware, chips, n_tokens, layout, calibration)
     g = goodput_for(result, base)
     a = g.assumptions
     sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, a, trials=trials, seed=seed)
@@ -174,12 +176,12 @@ def _print_assumptions(a, g=None):
       + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
 
 
-def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html=None, png=None):
+def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html=None, png=None, calibration=None):
     rows, errors = [], {}
     pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
     for n in sizes:
         try:
-            r = _train(m, hardware, n, tokens, pinned)
+            r = _train(m, hardware, n, tokens, pinned, calibration)
         except FlopcastError as exc:
             errors[n] = str(exc)
             continue

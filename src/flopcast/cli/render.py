@@ -59,3 +59,13 @@ def emit_report(html, png, report) -> list:
         where = exc.filename or html or png
         raise FlopcastError(f"cannot write {where}: {exc.strerror or exc}") from None
     return written
+
+
+def write_table(path, command: str, doc: dict) -> None:
+    """Write `command`'s table (report/tables.py) from its JSON document when --csv names a file; say where."""
+    if not path:
+        return
+    from ..report import tables
+
+    n = tables.write_table(path, command, doc)
+    click.echo(f"wrote {path} ({n} row{'' if n == 1 else 's'})", err=True)

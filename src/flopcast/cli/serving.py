@@ -9,11 +9,12 @@ import click
 import numpy as np
 
 from .. import catalog
+from ..catalog import calibrations
 from ..cost import inference as inf
 from ..errors import FlopcastError
 from ..simulate import serving as S
 from ..units import GiB
-from .options import report_options, seconds
+from .options import calibration_option, report_options, seconds
 from .render import echo_json, emit_report
 
 
@@ -23,19 +24,21 @@ def _reports():
     return figures
 
 
-def _deployment(model, hardware, chips, tp, threads, weights, kv_dtype):
+def _deployment(model, hardware, chips, tp, threads, weights, kv_dtype, calibration=None):
     m = catalog.load_model(model)
     s = catalog.system_for(hardware)
-    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
+                          inference_calibration=calibrations.serving(calibration))
 
 
-def _assumptions(d: inf.Deployment) -> list[str]:
+def _assumptions(d: inf.Deployment, calibration=None) -> list[str]:
     out = list(d.assumptions)
-    table = inf.load_inference_calibration()
+    table = calibrations.serving(calibration)
     if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
         out += inf.graviton4_assumptions(d)
     elif d.family in table:
-        out.append(inf.calibration_basis(d))
+        out.append(f"efficiencies of engine family {d.family} from the calibration file {calibration}" if calibration
+                   else inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
     elif d.tp * d.replicas != d.system.chips_per_node:
@@ -60,6 +63,7 @@ _common = [
     click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use."),
     click.option("--weights", default=None, help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
+    calibration_option,
 ]
 
 
@@ -76,11 +80,12 @@ def _apply(fn):
 @click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json, html, png):
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, batch, input_tokens, output_tokens, as_json,
+          html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
-    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
+    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype, calibration)
     r = inf.predict(d, batch, input_tokens, output_tokens)
-    notes = _assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    notes = _assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
         out = r.to_dict()
@@ -129,17 +134,17 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, qps, n_requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
-    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
+    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype, calibration)
     cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"), replicas=replicas,
                           routing=S.parse_choice(S.Routing, router, "--router"),
                           slo_ttft_s=seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=seconds(slo_tpot, "--slo-tpot"))
     if n_requests is not None and duration is not None:
         raise FlopcastError("give either --requests or --duration, not both")
-    notes = _assumptions(d)
+    notes = _assumptions(d, calibration)
     capacity = None
     if find_capacity:
         if qps is not None:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import click
 
-from .. import catalog
+from ..catalog import calibrations
 from ..errors import FlopcastError
 from ..report.text import table
 from ..validate import training as vt
-from .render import to_json
+from .options import calibration_option, csv_option
+from .render import to_json, write_table
 
 LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
@@ -203,7 +204,9 @@ def training_report(rows, summary) -> str:
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
-def validate(file, as_json, out, cross_validate):
+@calibration_option
+@csv_option
+def validate(file, as_json, out, cross_validate, calibration, csv_path):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
@@ -211,12 +214,17 @@ def validate(file, as_json, out, cross_validate):
     schema = _schema(file)
     if out:
         _prepare_out(out, file)
+    if calibration and cross_validate:
+        raise FlopcastError("--calibration and --cross-validate exclude each other: cross-validation fits its own "
+                            "parameters for each held-out source")
     if schema == "serving":
         from ..validate.inference import cross_validate_inference, validate_inference
 
-        result = cross_validate_inference(file) if cross_validate else validate_inference(file)
+        result = (cross_validate_inference(file) if cross_validate
+                  else validate_inference(file, calibrations.serving(calibration)))
         if out:
             _write_csv(out, SERVING_OUT, _serving_out_rows(result["rows"]), "figure")
+        write_table(csv_path, "validate", result)
         click.echo(to_json(result) if as_json else serving_report(result))
         return
     if cross_validate:
@@ -229,47 +237,52 @@ def validate(file, as_json, out, cross_validate):
         summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it",
                    "fold_parameters": res["folds"]}
     else:
-        cal = catalog.calibration()
+        cal = calibrations.training(calibration)
         rows = vt.run_validation(file, cal)
         summary = vt.summarize(rows)
     if out:
         _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in rows], "row")
+    doc = {"rows": [r.to_dict() for r in rows], "summary": summary}
+    write_table(csv_path, "validate", doc)
     if as_json:
-        click.echo(to_json({"rows": [r.to_dict() for r in rows], "summary": summary}))
+        click.echo(to_json(doc))
     else:
         click.echo(training_report(rows, summary))
 
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--output", type=click.Path(dir_okay=False),
-              help="Where to write the parameters [default: the catalog data flopcast ships].")
+@click.option("--out", "--output", "output", type=click.Path(dir_okay=False),
+              help="Where to write the parameters [default: ./calibration.yaml, or ./inference_calibration.yaml for "
+                   "a serving CSV, in the working directory]. Pass it to predictions with --calibration; flopcast's "
+                   "shipped parameters change only when this names src/flopcast/catalog/data/calibration.yaml.")
 def calibrate(file, output):
     """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
     from ..validate import calibrate as cb
 
     serving = _is_serving(file)
-    if output:
-        _prepare_out(output, file)
+    output = output or ("inference_calibration.yaml" if serving else "calibration.yaml")
+    _prepare_out(output, file)
     if serving:
         from ..validate.inference import fit_inference
 
         try:
-            info = fit_inference(file, output) if output else fit_inference(file)
+            info = fit_inference(file, output)
         except OSError as exc:
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
         click.echo(to_json(info))
+        click.echo(f"wrote {output} (use it with --calibration {output})", err=True)
         return
     cases, skipped = vt.load_cases(file)
     with _progress(2, "fitting (2 rounds)") as bar:
         cal, info = cb.fit(cases, progress=bar.update)
     prov = cb.provenance(file, cases, info)
-    target = Path(output) if output else catalog.DATA / "calibration.yaml"
+    target = Path(output)
     try:
         cb.write(cal, prov, target)
     except OSError as exc:
         raise FlopcastError(f"cannot write {target}: {exc.strerror or exc}") from None
     n_global = len(cb.GLOBAL_PRIOR)
     click.echo(f"fitted {len(cal.families)} chip families and {n_global} global parameters on {info['n_rows']} runs; "
-               f"fit MAPE {info['fit_mape_pct']:.1f}%; wrote {target}")
+               f"fit MAPE {info['fit_mape_pct']:.1f}%; wrote {target} (use it with --calibration {target})")
 
