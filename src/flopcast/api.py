@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import catalog
+from . import catalog, limits
 from .cost.efficiency import Calibration
 from .errors import FlopcastError
 from .model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
@@ -176,9 +176,7 @@ class TrainResult:
 def resolve_model(model: str | Model, seq_len: int | None = None) -> Model:
     m = model if isinstance(model, Model) else catalog.load_model(model)
     if seq_len is not None:
-        if seq_len < 1:
-            raise FlopcastError(f"--seq-len must be a positive number of tokens, got {seq_len}")
-        m = replace(m, seq_len=int(seq_len))
+        m = replace(m, seq_len=limits.check("seq_len", seq_len))
     return m
 
 
@@ -195,9 +193,9 @@ def _enum(cls, value, name):
 
 
 def _check_positive(**kw):
+    """Each count in its range (flopcast.limits); one sentence naming the argument otherwise."""
     for k, v in kw.items():
-        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
-            raise FlopcastError(f"--{k.replace('_', '-')} must be a positive integer, got {v!r}")
+        limits.check(k, v)
 
 
 def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_batch=None, global_batch=None,
@@ -222,7 +220,7 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
     )
 
 
-MAX_TOKENS = 1e17  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens, Dubey et al. 2024)
+MAX_TOKENS = limits.LIMITS["tokens"].high  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens)
 
 
 def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
@@ -233,6 +231,7 @@ def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
 def _check_pinned(m: Model, system: System, layout: dict):
     """One sentence per pinned field that cannot work whatever the other fields are."""
     chip, node = system.chip, system.chips_per_node
+    _check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
     if tp is not None:
         splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
@@ -327,8 +326,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     _check_positive(chips=chips)
     if chips > system.max_chips:
         raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; --chips {chips} is more")
-    if tokens is not None and not 0 < tokens <= MAX_TOKENS:
-        raise FlopcastError(f"--tokens must be positive and at most {MAX_TOKENS:.0e}, got {tokens:.4g}")
+    tokens = limits.check("tokens", tokens)
     unknown = set(layout) - set(Layout.__dataclass_fields__)
     if unknown:
         raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
