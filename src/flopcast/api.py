@@ -16,6 +16,7 @@ import numpy as np
 from . import catalog, limits
 from .cost.efficiency import Calibration
 from .errors import FlopcastError
+from .model import hf
 from .model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
 from .model.system import Dtype, System
 from .model.workload import Model
@@ -304,7 +305,7 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
         model_tflops_per_chip=g("model_flops_per_s_per_chip") * layout.chips / chips / 1e12,
         mfu=g("mfu") * layout.chips / chips, hfu=g("hfu") * layout.chips / chips,
         tokens=tokens, layout_source=layout_source, chosen_fields=tuple(chosen),
-        calibration_basis=cal.basis(system.chip), notes=tuple(notes),
+        calibration_basis=cal.basis(system.chip), notes=tuple(notes) + hf.result_notes(model),
         search_summary=summary or {},
     )
 
