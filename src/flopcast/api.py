@@ -312,12 +312,13 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | None = None,
-          objective: str = "throughput", progress=None, **layout) -> TrainResult:
+          objective: str = "throughput", progress=None, shared=None, **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
     sequence_parallel, dtype, schedule (enum members or their names).
     progress: a flopcast.progress.Progress that counts the searched candidates (optional).
+    shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -353,11 +354,11 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared)
 
 
-def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None) -> TrainResult:
-    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress)
+def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None) -> TrainResult:
+    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared)
     if out.n_fit == 0:
         reasons = search_mod.rejection_summary(out.rejected)
         if out.batch.size and out.results:
@@ -367,7 +368,7 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
                                notes=(f"no layout fits in memory; showing the smallest footprint ({reasons})",))
         raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips ({reasons or 'no candidates'})")
     i = int(out.order[0])
-    summary = {"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit, "rejected": out.rejected}
+    summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
     return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
                        notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} fit)",),
                        summary=summary)
@@ -377,3 +378,20 @@ def default_tokens(model: Model) -> float:
     from .cost.params import total_params
 
     return TOKENS_PER_PARAM * total_params(model)
+
+
+def sweep(file, out=None, *, engine: str = "local", workers: int | None = None, address: str | None = None,
+          resume: bool = True, progress=None):
+    """Run a sweep file (docs/sweep.md): one `train` forecast per scenario, rows written to `out`
+    (.parquet or .csv) as a table; scenarios already in `out` are skipped unless resume=False.
+
+    engine: "local" (a process pool of `workers`, default the machine's cores) or "ray" (`address` of a
+    Ray cluster, or none for a local one). Returns a flopcast.sweep.runner.SweepRun (rows, counts, timing).
+
+        r = flopcast.api.sweep("examples/codesign.yaml", "codesign.parquet", workers=2)
+        r.counts, r.scenarios_per_s
+    """
+    from .sweep import runner, spec
+
+    return runner.run_sweep(spec.read(file), resolve_model=resolve_model, forecast=train, out=out, engine=engine,
+                            workers=workers, address=address, resume=resume, progress=progress)
