@@ -125,3 +125,12 @@ def test_calibrate_writes_where_the_user_says(tmp_path, capsys, monkeypatch):
     code, out, _ = run(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", *PINNED, "--calibration",
                         str(tmp_path / "fits" / "mine.yaml"), "--json"], capsys)
     assert code == 0 and json.loads(out)["step_time_s"] > 0
+
+
+def test_a_file_replaces_only_the_calibration_of_its_kind(tmp_path):
+    slow = slow_calibration(tmp_path / "slow.yaml")
+    cal, engines = calibrations.pair(slow)
+    assert cal != catalog.calibration() and engines == calibrations.serving()
+    serving = ROOT / "src" / "flopcast" / "catalog" / "data" / "inference_calibration.yaml"
+    cal, engines = calibrations.pair(serving)
+    assert cal == catalog.calibration() and set(engines) == set(calibrations.serving())

@@ -107,3 +107,12 @@ def serving(value=None) -> dict:
         raise FlopcastError(f"calibration {value} is a training calibration (chip families); serving predictions "
                             f"take {_other(k)} one, written by `flopcast calibrate` on a serving CSV")
     return table
+
+
+def pair(value=None) -> tuple[Calibration, dict]:
+    """(training calibration, serving efficiencies) for a command that predicts both: a file replaces the
+    shipped calibration of its own kind and leaves the other shipped."""
+    if value is None or isinstance(value, Calibration):
+        return training(value), serving()
+    k, cal = read(value)
+    return (cal, serving()) if k == "training" else (training(), cal)
