@@ -96,11 +96,17 @@ def fmt_duration(seconds: float) -> str:
     return f"{seconds / DAY:.1f} days"
 
 
+# duration suffixes, longest first so that "ms" is not read as "s" and "min" not as "in"
+_DURATION_SUFFIXES = (("weeks", 7 * 86400.0), ("week", 7 * 86400.0), ("days", 86400.0), ("day", 86400.0),
+                      ("hours", 3600.0), ("hour", 3600.0), ("mins", 60.0), ("min", 60.0), ("ms", 1e-3),
+                      ("us", 1e-6), ("w", 7 * 86400.0), ("d", 86400.0), ("h", 3600.0), ("s", 1.0))
+
+
 def parse_duration(text: str) -> float:
-    """'30d', '12h', '90 min', '3600' -> seconds."""
+    """'30d', '12h', '90 min', '500ms', '2w', '3600' (seconds) -> seconds. ValueError if it is none of these."""
     t = text.strip().lower().replace(" ", "")
-    for suffix, factor in (("days", DAY), ("day", DAY), ("d", DAY), ("min", 60.0), ("h", HOUR), ("w", 7 * DAY), ("s", 1.0)):
-        if t.endswith(suffix):
+    for suffix, factor in _DURATION_SUFFIXES:
+        if t.endswith(suffix) and t != suffix:
             return float(t[: -len(suffix)]) * factor
     return float(t)
 
