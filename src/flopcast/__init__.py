@@ -17,7 +17,7 @@ from .errors import FlopcastError
 __version__ = "0.1.0"
 
 _API = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
-        "TrainResult")
+        "sweep", "TrainResult")
 _SHARED = ("plan", "validate", "claims")  # subpackages whose names are API functions too
 
 __all__ = [*_API, "FlopcastError"]

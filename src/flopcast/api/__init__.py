@@ -17,13 +17,16 @@ from .claims import ClaimsReport, claims
 from .compare import CompareServingResult, compare
 from .reliability import ReliabilityResult, ReliabilitySweepResult, reliability
 from .serving import InferResult, ServeResult, infer, serve
+from .sweep import sweep
 from .training import CompareResult, PlanResult, SearchResult, plan, search, train
 from .validation import CalibrationResult, ValidationResult, calibrate, validate
 
 # the functions, in the order of the command table (docs/api.md follows it)
-FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims")
+FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+             "sweep")
 
 __all__ = ["train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+           "sweep",
            "TrainResult", "SearchResult", "PlanResult", "CompareResult", "CompareServingResult",
            "InferResult", "ServeResult", "ReliabilityResult", "ReliabilitySweepResult", "ValidationResult",
            "CalibrationResult", "ClaimsReport", "DEFAULT_MODEL", "DEFAULT_SYSTEM", "DEFAULT_INSTANCES", "MAX_TOKENS",

@@ -96,8 +96,11 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     # attention projections
     if model.mla:
         a = model.mla
-        gemm(T, a.q_lora_rank, h)
-        gemm(T, model.q_dim / tp, a.q_lora_rank)
+        if a.q_lora_rank:  # 0: queries projected at full rank (DeepSeek-V2-Lite)
+            gemm(T, a.q_lora_rank, h)
+            gemm(T, model.q_dim / tp, a.q_lora_rank)
+        else:
+            gemm(T, model.q_dim / tp, h)
         gemm(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
         gemm(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
@@ -191,8 +194,12 @@ LAYER_FIELDS = ("tp", "cp", "ep", "micro_batch", "sequence_parallel", "dtype")
 DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vp", "schedule")
 
 
-def _distinct(lb: LayoutBatch, fields) -> tuple[np.ndarray, np.ndarray]:
-    """(index of the first layout of each distinct combination of `fields`, map from layouts to those)."""
+def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first layout of each distinct combination of `fields`, map from layouts to those).
+
+    dedupe=False: every layout is its own combination (identity maps)."""
+    if not dedupe:
+        return np.arange(lb.size), np.arange(lb.size)
     cols = [getattr(lb, f).astype(np.int64) for f in fields]
     key = np.zeros(lb.size, dtype=np.int64)
     radix = 1
@@ -212,10 +219,13 @@ def _as_float(lb: LayoutBatch) -> dict:
 
 
 def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
-             reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> dict:
+             reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE,
+             dedupe: bool = True) -> dict:
     """Step time, its breakdown, memory and throughput for every layout in `lb` (arrays).
 
     `software` says what the framework offers (flash attention, ZeRO-3 gather granularity); one for all layouts.
+    dedupe=False evaluates every layout on its own instead of once per distinct combination: for a batch of
+    copies of one layout whose calibration parameters are arrays with one value per copy (the fit's Jacobian).
     """
     chip = system.chip
     fam = cal.for_chip(chip)
@@ -234,7 +244,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
 
     # Layer times depend on LAYER_FIELDS only, which a search repeats over many layouts: compute them
     # once per distinct combination and spread them back (the same numbers, far fewer operations).
-    first, inverse = _distinct(lb, LAYER_FIELDS)
+    first, inverse = _distinct(lb, LAYER_FIELDS, dedupe)
     xu = {k: v[first] for k, v in x.items()}
 
     def spread(a):
@@ -318,7 +328,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     edp = np.maximum(dp / ep, 1.0)
     edp_stride = tp * cp * ep
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
-    first_d, inverse_d = _distinct(lb, DP_FIELDS)
+    first_d, inverse_d = _distinct(lb, DP_FIELDS, dedupe)
 
     def dp_collective(kind, dense_bytes, expert_bytes):
         u = first_d
