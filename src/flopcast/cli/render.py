@@ -61,11 +61,11 @@ def emit_report(html, png, report) -> list:
     return written
 
 
-def write_table(path, command: str, doc: dict) -> None:
-    """Write `command`'s table (report/tables.py) from its JSON document when --csv names a file; say where."""
+def write_csv(path, result) -> None:
+    """Write a result's table (report/tables.py, its rows()) when --csv names a file; say where on stderr."""
     if not path:
         return
     from ..report import tables
 
-    n = tables.write_table(path, command, doc)
+    n = tables.write_result(path, result)
     click.echo(f"wrote {path} ({n} row{'' if n == 1 else 's'})", err=True)
