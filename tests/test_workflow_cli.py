@@ -134,3 +134,12 @@ def test_a_file_replaces_only_the_calibration_of_its_kind(tmp_path):
     serving = ROOT / "src" / "flopcast" / "catalog" / "data" / "inference_calibration.yaml"
     cal, engines = calibrations.pair(serving)
     assert cal == catalog.calibration() and set(engines) == set(calibrations.serving())
+
+
+def test_claims_predict_with_the_named_calibration(tmp_path):
+    from flopcast.claims.evidence import Runs
+
+    slow = slow_calibration(tmp_path / "slow.yaml")
+    shipped, mine = Runs(True), Runs(True, calibration=str(slow))
+    a, b = (r.train("llama3-8b", "p5.48xlarge", 8, tp=1, pp=1, micro_batch=1, global_batch=64) for r in (shipped, mine))
+    assert b.step_time_s > 1.3 * a.step_time_s and mine.engines == shipped.engines
