@@ -132,7 +132,7 @@ def test_nxd_config_counts_neuron_cores():
 
 def maxtext_settings(text):
     parts = text.replace("\\\n", " ").split()[4:]  # after python3 -m MODULE base.yml
-    return dict(p.split("=", 1) for p in parts)
+    return dict(p.strip('"').split("=", 1) for p in parts)
 
 
 @pytest.mark.parametrize("layout", [
@@ -151,6 +151,7 @@ def test_maxtext_mesh_places_every_degree(layout):
     ici = math.prod(int(v) for k, v in s.items() if k.startswith("ici_"))
     dcn = math.prod(int(v) for k, v in s.items() if k.startswith("dcn_"))
     assert ici * dcn == layout.chips
+    assert s["mlp_activations"] == "['silu','linear']"  # quoted on the command line: one shell word
     per_step = float(s["per_device_batch_size"]) * layout.chips * int(s.get("gradient_accumulation_steps", 1))
     assert per_step == layout.global_batch
 
@@ -176,3 +177,20 @@ def test_render_says_what_has_no_equivalent():
     assert "# no equivalent: schedule gpipe" in text and text.startswith("# Megatron-LM pretrain_gpt.py")
     assert all(line.startswith("#") or line.startswith("torchrun") or line.startswith("    --")
                for line in text.splitlines())
+
+
+@pytest.mark.parametrize("framework, model, hardware, layout", [
+    ("megatron", "deepseek-v3", "p5.48xlarge", MOE), ("megatron", "mistral-7b", "p5.48xlarge", DENSE),
+    ("maxtext", "deepseek-v3", "tpu-v5p-pod", Layout(tp=4, dp=128, ep=8, micro_batch=1, global_batch=1024)),
+])
+def test_commands_are_one_valid_shell_command(framework, model, hardware, layout):
+    import shlex
+    import subprocess
+
+    text = launch(framework, model, hardware, layout).render()
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0  # the shell parses it
+    words = shlex.split(text.replace("\\\n", " "), comments=True)  # a shell joins backslash-newline lines
+    assert all("\\" not in w and "\n" not in w for w in words)
+    if framework == "megatron":
+        flags = [w for w in words if w.startswith("--") and "pretrain_gpt.py" in words[:words.index(w)]]
+        assert set(flags) <= MEGATRON_FLAGS

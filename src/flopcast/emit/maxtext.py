@@ -124,7 +124,7 @@ def maxtext(model, system, layout, tokens=None) -> Launch:
         settings["quantization"] = quantization
     if layout.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         settings["shard_optimizer_over_data"] = True
-    args = [f"{k}={_value(v)}" for k, v in settings.items()]
+    args = [_shell(f"{k}={_value(v)}") for k, v in settings.items()]
     text = " \\\n    ".join(["python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"] + args)
     assumed = ["dataset_type=synthetic, enable_checkpointing=False: a benchmark run; give the data set and "
                "base_output_directory of the real run",
@@ -137,6 +137,11 @@ def maxtext(model, system, layout, tokens=None) -> Launch:
         assumed.append("steps=100: no token count was given, so a short benchmark run")
     return Launch("maxtext", f"MaxText: {model.label} on {layout.chips} {system.chip.id} ({system.id}), "
                   f"{layout.describe()}", text, tuple(problems + _unmapped(model, layout)), tuple(assumed), SOURCE)
+
+
+def _shell(arg: str) -> str:
+    """One shell word: quoted when it holds characters a shell would expand or strip ([ ] ' *)."""
+    return f'"{arg}"' if any(c in arg for c in "[]'* ") else arg
 
 
 def _value(v) -> str:
