@@ -17,10 +17,11 @@ from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iter
 LM_SOURCE = "NVIDIA/Megatron-LM megatron/training/arguments.py (tag core_v0.15.3)"
 BRIDGE_SOURCE = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py (ConfigContainer) and "
                  "Megatron-Core ModelParallelConfig / TransformerConfig fields")
-# Megatron-Core's --data-parallel-sharding-strategy of Megatron FSDP for the ZeRO stages beyond the distributed optimizer
+# Megatron FSDP's --data-parallel-sharding-strategy for the ZeRO stages beyond the distributed optimizer
 FSDP_STRATEGY = {Sharding.ZERO2: "optim_grads", Sharding.ZERO3: "optim_grads_params"}
 # Megatron-Bridge mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py, @register)
-BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed", Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
+BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
+                    Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
 
 
 def _settings(model, layout) -> tuple[dict, list, list]:
@@ -65,6 +66,11 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         s.update(num_moe_experts=e.experts, moe_router_topk=e.topk, moe_ffn_hidden_size=e.expert_ffn,
                  moe_shared_expert_intermediate_size=shared_ffn(m) or None, moe_layer_freq=moe_pattern(m),
                  moe_grouped_gemm=True, moe_token_dispatcher_type="alltoall")
+    if layout.sharding in FSDP_STRATEGY:
+        assumed.append(f"sharding {layout.sharding.name.lower()} as Megatron FSDP ({FSDP_STRATEGY[layout.sharding]}): "
+                       "arguments.py asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 and the fsdp_dtensor checkpoint "
+                       "format" + ("; with pipeline parallelism check that your Megatron-Core version combines "
+                                   "them (torch FSDP2 does not: arguments.py asserts pp = 1)" if layout.pp > 1 else ""))
     if layout.pp > 1:
         assumed.append("an even split of layers over pipeline stages; flopcast's forecast lets the first and last "
                        "stages hold fewer (--decoder-first/last-pipeline-num-layers), so the forecast is at most this "
