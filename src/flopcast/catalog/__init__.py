@@ -82,7 +82,7 @@ _PATH_FIELDS = ("base", "chip", "default_system")
 # fields that tell a file's kind when it has no `base:` (memory and memory_bandwidth belong to chips and CPU instances)
 _KIND_FIELDS = {
     "model": {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "mlp", "moe", "mla",
-              "head_dim", "sliding_window", "published_params"},
+              "head_dim", "sliding_window", "published_params", "mtp_layers"},
     "chip": {"peak_flops", "tile", "cores", "sram", "power", "clock", "vector_bits", "simd_units", "isa",
              "memory_channels", "family", "default_system", "mamf"},
     "system": {"chip", "chips_per_node", "tiers", "price_per_hour", "vcpus"},
@@ -290,6 +290,14 @@ def _opt_int(entry_id: str, data: dict, key: str, minimum: int = 0, path: str | 
     return 0 if data.get(key) is None else _int(entry_id, data, key, minimum=minimum, path=path)
 
 
+def _ratio(label: str, data: dict, key: str) -> float:
+    """A positive plain number (moe.capacity_factor, moe.imbalance)."""
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise FlopcastError(f"{label}: moe.{key} {value!r}; valid: a number > 0 (e.g. 1.25)")
+    return float(value)
+
+
 def _mapping(label: str, data: dict, key: str) -> dict:
     value = data.get(key)
     if value is None:
@@ -466,6 +474,10 @@ def model_from_dict(mid: str, d: dict, label: str | None = None) -> Model:
             shared_ffn=None if e.get("shared_ffn") is None else _int(label, e, "shared_ffn", path="moe.shared_ffn"),
             dense_layers=_opt_int(label, e, "dense_layers", path="moe.dense_layers"),
             layer_freq=_int(label, e, "layer_freq", 1, path="moe.layer_freq"),
+            groups=_opt_int(label, e, "groups", path="moe.groups"),
+            topk_groups=_opt_int(label, e, "topk_groups", path="moe.topk_groups"),
+            capacity_factor=None if e.get("capacity_factor") is None else _ratio(label, e, "capacity_factor"),
+            imbalance=1.0 if e.get("imbalance") is None else _ratio(label, e, "imbalance"),
         )
     mla = None
     if d.get("mla"):
@@ -505,6 +517,7 @@ def model_from_dict(mid: str, d: dict, label: str | None = None) -> Model:
         mla=mla,
         sliding_window=window,
         sliding_every=every,
+        mtp_layers=_opt_int(label, d, "mtp_layers"),
         batch_tokens=_count(label, d, "batch_tokens"),
         published_params=_count(label, d, "published_params"),
         published_active_params=_count(label, d, "published_active_params"),

@@ -78,11 +78,18 @@ def inflight_factor(pp, vp, m, schedule):
     """Micro-batches' worth of one stage's activations the busiest (first) stage holds.
 
     1F1B: min(p, m) (Narayanan et al. 2021 sec. 2.2); interleaved: x (1 + (p-1)/(p v))
-    (Korthikanti et al. 2022 sec. 4.2.3); GPipe: all m.
+    (Korthikanti et al. 2022 sec. 4.2.3); GPipe: all m. DualPipe: p + 1 (DeepSeek-V3 report Table 2).
+    Combined 1F1B runs the next micro-batch's forward while this one's backward is under way: one more than
+    its 1F1B (or interleaved) count, bounded by m.
     """
     base = np.minimum(pp, m)
     inter = base * (1.0 + (pp - 1.0) / (pp * vp))
-    return np.where(schedule == Schedule.GPIPE, m, np.where(schedule == Schedule.INTERLEAVED, inter, base))
+    plain = np.where(schedule == Schedule.GPIPE, m, np.where(schedule == Schedule.INTERLEAVED, inter, base))
+    if not np.any(schedule >= Schedule.DUALPIPE):  # the search's hot path: no overlapping schedule
+        return plain
+    combined = np.minimum(np.where(vp > 1, inter, base) + 1.0, np.maximum(m, base))
+    return np.where(schedule == Schedule.DUALPIPE, np.minimum(pp + 1.0, m),
+                    np.where(schedule == Schedule.ONE_F_ONE_B_OVERLAP, combined, plain))
 
 
 def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_bytes=WEIGHT_BYTES):

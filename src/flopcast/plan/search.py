@@ -15,7 +15,8 @@ import numpy as np
 
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
+from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
+                              virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -99,7 +100,9 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
     sh_c = space.sharding or tuple(Sharding)
     sp_c = space.sequence_parallel or (1, 0)
     dt_c = space.dtype or (Dtype.BF16,)
-    sc_c = space.schedule or (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+    # the all-to-all-overlapping schedules matter only where there is an expert-parallel all-to-all to hide
+    sc_c = space.schedule or ((Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+                              + ((Schedule.ONE_F_ONE_B_OVERLAP, Schedule.DUALPIPE) if model.moe else ()))
 
     rejected: dict[str, int] = {}
     considered = 0
@@ -136,7 +139,7 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace, all
     # expand over the remaining categorical and small numeric choices
     # vp and schedule go together: vp > 1 only interleaved, interleaved only with vp > 1 (the rule counts the rest)
     pairs = [(v, int(sc)) for v in vp_c for sc in sc_c
-             if (sc == Schedule.INTERLEAVED) == (v > 1) or space.vp or space.schedule]
+             if virtual_stages_allowed(sc, v, 2) or space.vp or space.schedule]
     dropped = (len(vp_c) * len(sc_c) - len(pairs)) * len(base) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c)
     if dropped:
         key = "vp > 1 only with the interleaved schedule, which needs pp > 1"
@@ -182,21 +185,33 @@ def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips:
     return out
 
 
-def _expanded_rules(model: Model, tp, pp, vp, schedule, sp) -> dict:
-    """The rules that involve the pipeline schedule and sequence parallelism."""
+def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, m=None, recompute=None) -> dict:
+    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches."""
     interleaved = schedule == Schedule.INTERLEAVED
-    return {
+    dual = schedule == Schedule.DUALPIPE
+    out = {
         "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": np.where(interleaved, (vp > 1) & (pp > 1), vp == 1),
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": virtual_stages_allowed(schedule, vp, pp),
         "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
+        # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number
+        # (deepseek-ai/DualPipe: num_chunks % 2 == 0 and num_chunks >= num_ranks * 2, num_ranks even)
+        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches":
+            ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp)))),
     }
+    if recompute is not None:
+        # Megatron-Core's combined 1F1B does not run with full activation recomputation (its developer guide,
+        # "Combined 1F1B: Expert-Parallel All-to-All Overlap", compatibility)
+        out["1f1b-overlap does not run with full recomputation"] = (
+            (schedule != Schedule.ONE_F_ONE_B_OVERLAP) | (recompute != Recompute.FULL))
+    return out
 
 
 def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
     """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
     out = _base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, chips,
                       exact_chips)
-    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel))
+    m = lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
+    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, m, lb.recompute))
     return out
 
 
@@ -243,7 +258,9 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
+    m = lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, m, lb.recompute),
+                ok, rejected)
     for d in np.unique(lb.dtype):
         why = training_dtype_problem(system.chip, Dtype(int(d)))
         if why:
