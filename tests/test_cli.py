@@ -95,3 +95,21 @@ def test_default_train_runs(capsys):
     assert code == 0, err
     d = json.loads(out)
     assert d["chip"] == "trainium2" and d["chips"] == 1024 and d["time_to_train_days"] > 0
+
+
+def test_python_m_flopcast_and_lazy_commands():
+    """`python -m flopcast` is the CLI; `--help` lists every command of the table without importing one."""
+    import subprocess
+    import sys
+
+    from flopcast.cli import COMMANDS
+
+    code = ("import sys, runpy; sys.argv = ['flopcast', '--help']\n"
+            "try:\n    runpy.run_module('flopcast', run_name='__main__')\n"
+            "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "loaded = [m for m in sys.modules if m.startswith('flopcast.cli.')]\n"
+            "print('LOADED', loaded)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    for name in COMMANDS:
+        assert f"  {name} " in out
+    assert "LOADED []" in out

@@ -8,7 +8,7 @@ import pytest
 
 from flopcast import catalog
 from flopcast.cli import main
-from flopcast import cli_validate
+from flopcast.cli import validate as cli_validate
 from flopcast.errors import FlopcastError
 from flopcast.validate import inference as vi
 from flopcast.validate import training as vt

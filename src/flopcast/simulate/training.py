@@ -49,8 +49,12 @@ def _peaks(chip, dtypes: np.ndarray):
     return gemm, attn
 
 
-def _distinct(lb: LayoutBatch, fields) -> tuple[np.ndarray, np.ndarray]:
-    """(index of the first layout of each distinct combination of `fields`, map from layouts to those)."""
+def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first layout of each distinct combination of `fields`, map from layouts to those).
+
+    dedupe=False: every layout is its own combination (identity maps)."""
+    if not dedupe:
+        return np.arange(lb.size), np.arange(lb.size)
     cols = [getattr(lb, f).astype(np.int64) for f in fields]
     key = np.zeros(lb.size, dtype=np.int64)
     radix = 1
@@ -80,6 +84,7 @@ class _Ctx:
     v: np.ndarray  # virtual stages the schedule runs
     first: np.ndarray  # layouts with distinct LAYER_FIELDS
     inverse: np.ndarray
+    dedupe: bool
 
     def spread(self, a):
         return np.broadcast_to(a, self.first.shape)[self.inverse]
@@ -89,7 +94,7 @@ class _Ctx:
         return self.lb.recompute == Recompute.FULL
 
 
-def _context(model, system, lb, cal, software) -> _Ctx:
+def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
     fam = cal.for_chip(system.chip)
     f = {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
     tp, dtype = f["tp"], lb.dtype
@@ -100,9 +105,10 @@ def _context(model, system, lb, cal, software) -> _Ctx:
              operand_bytes=np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0)))
     # Layer times depend on LAYER_FIELDS only, which a search repeats over many layouts: compute them
     # once per distinct combination and spread them back (the same numbers, far fewer operations).
-    first, inverse = _distinct(lb, LAYER_FIELDS)
+    first, inverse = _distinct(lb, LAYER_FIELDS, dedupe)
     m = f["global_batch"] / (f["dp"] * f["micro_batch"])
-    return _Ctx(model, system, cal, software, lb, f, x, m, virtual_stages(lb.schedule, f["vp"]), first, inverse)
+    return _Ctx(model, system, cal, software, lb, f, x, m, virtual_stages(lb.schedule, f["vp"]), first, inverse,
+                dedupe)
 
 
 def _layer_kinds(c: _Ctx) -> list[tuple[float, bool, Layer]]:
@@ -246,7 +252,7 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     tp, dp, cp, ep, T = c.f["tp"], c.f["dp"], c.f["cp"], c.f["ep"], c.x["T"]
     dp_stride, edp, edp_stride = tp * cp, np.maximum(dp / ep, 1.0), tp * cp * ep
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
-    u, inverse_d = _distinct(c.lb, DP_FIELDS)
+    u, inverse_d = _distinct(c.lb, DP_FIELDS, c.dedupe)
 
     def dp_collective(kind, per_param_bytes):
         t = (comm.collective_time(kind, np.broadcast_to(dense_params * per_param_bytes, T.shape)[u], dp[u],
@@ -317,12 +323,15 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
 
 
 def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
-             reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> dict:
+             reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE,
+             dedupe: bool = True) -> dict:
     """Step time, its breakdown, memory and throughput for every layout in `lb` (arrays).
 
     `software` says what the framework offers (flash attention, ZeRO-3 gather granularity); one for all layouts.
+    dedupe=False evaluates every layout on its own instead of once per distinct combination: for a batch of
+    copies of one layout whose calibration parameters are arrays with one value per copy (the fit's Jacobian).
     """
-    c = _context(model, system, lb, cal, software)
+    c = _context(model, system, lb, cal, software, dedupe)
     kinds = _layer_kinds(c)
     t_embed, t_logits = _edges(c, kinds)
     lt = _layer_time(c, kinds)

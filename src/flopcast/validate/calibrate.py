@@ -1,16 +1,21 @@
 """Fit flopcast's few efficiency parameters on published runs, and cross-validate by source.
 
 The fit is a maximum-a-posteriori least squares on log(predicted / measured)
-tokens per second per chip (scipy.optimize.least_squares, trust-region reflective),
-with a weak Gaussian prior pulling each parameter toward a physically typical value
-so that parameters the data barely constrain stay sensible. Blank layout cells are
-chosen by the search with the current parameters; the fit then runs again on those
-layouts (two rounds). Nothing is tuned per row or per source.
+tokens per second per chip, with a weak Gaussian prior pulling each parameter toward a
+physically typical value so that parameters the data barely constrain stay sensible,
+solved by a bounded Levenberg-Marquardt in log space (validate/lockstep.py) whose
+every pass evaluates each row once for all finite-difference columns at once (the
+training model takes arrays of parameters). Cross-validation solves all its folds in
+the same passes, split over a process pool. Blank layout cells are chosen by the
+search with the current parameters; the fit then runs again on those layouts (two
+rounds). Nothing is tuned per row or per source.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -20,6 +25,7 @@ import yaml
 from ..cost.efficiency import Calibration, FamilyEfficiency
 from ..errors import FlopcastError
 from ..model.system import Dtype
+from . import lockstep
 from . import training as vt
 
 # (prior, lower, upper, prior width in log space); priors are typical published kernel efficiencies:
@@ -121,48 +127,96 @@ def _calibration(params: list[_Param], x: np.ndarray, base: Calibration | None =
     return catalog.with_mamf_transfer(Calibration(families=fams, **glob))
 
 
-def _residuals(x, params, cases, layouts):
-    cal = _calibration(params, x)
-    res = []
-    for c, lay in zip(cases, layouts):
-        pred = vt.predict(c, lay, cal)
-        res.append(np.log(max(pred, 1e-9) / c.measured))
-    prior = [PRIOR_WEIGHT * (np.log(v) - np.log(p.prior)) / p.width for p, v in zip(params, x)]
-    return np.array(res + prior)
+def _calibration_columns(params: list[_Param], theta: np.ndarray, active: np.ndarray) -> Calibration:
+    """A Calibration whose every parameter is an array with one value per column of theta (P, K).
+
+    active (P, K): whether a column's fit frees the parameter; a family without an active FP8 parameter takes
+    the mean FP8/BF16 ratio of the active ones in the same column, as _calibration does for one point."""
+    index = {(p.family, p.name): j for j, p in enumerate(params)}
+    ratio_sum = np.zeros(theta.shape[1])
+    count = np.zeros(theta.shape[1])
+    for j, p in enumerate(params):
+        if p.name == "gemm_fp8":
+            ratio_sum += np.where(active[j], theta[j] / theta[index[(p.family, "gemm")]], 0.0)
+            count += active[j]
+    prior_ratio = FAMILY_PRIOR["gemm_fp8"][0] / FAMILY_PRIOR["gemm"][0]
+    ratio = np.where(count > 0, ratio_sum / np.maximum(count, 1.0), prior_ratio)
+    fams, glob = {}, {}
+    for f in {p.family for p in params if p.family}:
+        vals = {k: theta[index[(f, k)]] for k in ("gemm", "attention", "memory")}
+        j = index.get((f, "gemm_fp8"))
+        vals["gemm_fp8"] = vals["gemm"] * ratio if j is None else np.where(active[j], theta[j], vals["gemm"] * ratio)
+        fams[f] = FamilyEfficiency(**vals)
+    for j, p in enumerate(params):
+        if not p.family:
+            glob[p.name] = theta[j]
+    return Calibration(families=fams, **glob)
+
+
+def _log_ratio_columns(params, cases, layouts, theta, active) -> np.ndarray:
+    """log(predicted / measured) tokens/s/chip of every row (N) at every parameter column (K)."""
+    cal = _calibration_columns(params, theta, active)
+    k = theta.shape[1]
+    out = np.empty((len(cases), k))
+    for i, (c, lay) in enumerate(zip(cases, layouts)):
+        pred = vt.predict_columns(c, lay, cal, k)
+        out[i] = np.log(np.maximum(pred, 1e-9) / c.measured)
+    return out
+
+
+def _problem(params: list[_Param], fold_params: list[_Param], rows, start: np.ndarray | None = None):
+    """The lockstep problem of fitting fold_params (a subset of params) on the residual rows `rows`."""
+    keys = {(p.family, p.name) for p in fold_params}
+    free = np.array([j for j, p in enumerate(params) if (p.family, p.name) in keys], dtype=int)
+    prior = np.log([p.prior for p in params])
+    return lockstep.Problem(
+        rows=np.asarray(rows, dtype=int), free=free, u0=prior.copy() if start is None else start,
+        prior=prior, prior_scale=np.array([PRIOR_WEIGHT / p.width for p in params]),
+        lo=np.log([max(p.lo, 1e-9) for p in params]), hi=np.log([p.hi for p in params]))
+
+
+def _solve(params, problems, cases, layouts, progress=None) -> list[lockstep.Solution]:
+    """Solve the problems together: each pass evaluates every row once for all their columns."""
+    freed = np.zeros((len(problems), len(params)), dtype=bool)
+    for i, p in enumerate(problems):
+        freed[i, p.free] = True
+
+    def residuals(theta, owners):
+        return _log_ratio_columns(params, cases, layouts, theta, freed[owners].T)
+
+    return lockstep.solve(problems, residuals, progress)
 
 
 def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibration, dict]:
     """Fit the parameters on cases with a measurement. Returns (calibration, fit info)."""
-    try:
-        from scipy.optimize import least_squares
-    except ImportError:
-        raise FlopcastError("calibrate needs scipy: pip install 'flopcast[calibrate]'") from None
     cases = [c for c in cases if c.measured]
     if not cases:
         raise FlopcastError("no rows with a measured figure to fit on")
     params = _parameters(cases)
     x = np.array([p.prior for p in params])
-    lo = np.array([p.lo for p in params])
-    hi = np.array([p.hi for p in params])
     cal = _calibration(params, x)
     used: list[vt.Case] = []
     for _ in range(rounds):
-        layouts, used = [], []
-        for c in cases:
-            lay, _ = vt.best_layout(c, cal)
-            if lay is not None:
-                layouts.append(lay)
-                used.append(c)
-        sol = least_squares(_residuals, x, bounds=(lo, hi), args=(params, used, layouts), x_scale="jac",
-                            diff_step=1e-3, max_nfev=60 * len(params))
-        x = sol.x
+        used, layouts = _layouts(cases, cal)
+        sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts)[0]
+        x = np.exp(sol.u)
         cal = _calibration(params, x)
         if progress:
             progress(1)
-    resid = sol.fun[: len(used)]
     info = {"rows_used": [c.run_id for c in used], "n_rows": len(used),
-            "fit_mape_pct": float(np.mean(np.abs(np.expm1(resid))) * 100)}
+            "fit_mape_pct": float(np.mean(np.abs(np.expm1(sol.row_residuals))) * 100)}
     return cal, info
+
+
+def _layouts(cases, cal) -> tuple[list[vt.Case], list]:
+    """The cases whose search found a layout with calibration cal, and those layouts."""
+    used, layouts = [], []
+    for c in cases:
+        lay, _ = vt.best_layout(c, cal)
+        if lay is not None:
+            used.append(c)
+            layouts.append(lay)
+    return used, layouts
 
 
 def provenance(path, cases, info) -> dict:
@@ -201,14 +255,60 @@ def write(cal: Calibration, prov: dict, out: Path) -> None:
     out.write_text(header + yaml.safe_dump(calibration_dict(cal, prov), sort_keys=False))
 
 
-def cross_validate(path, progress=None) -> dict:
+def _solve_group(args) -> list[lockstep.Solution]:
+    """One worker's share of the folds (a top-level function, so a process pool can run it)."""
+    params, problems, cases, layouts = args
+    return _solve(params, problems, cases, layouts)
+
+
+def _solve_folds(params, problems, cases, layouts, workers: int | None = None) -> list[lockstep.Solution]:
+    """The folds split over a process pool (one lockstep group per worker), in the problems' order."""
+    workers = max(1, min(workers or os.cpu_count() or 1, len(problems)))
+    if workers == 1:
+        return _solve(params, problems, cases, layouts)
+    groups = [list(range(i, len(problems), workers)) for i in range(workers)]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        parts = list(pool.map(_solve_group, [(params, [problems[i] for i in g], cases, layouts) for g in groups]))
+    out: list = [None] * len(problems)
+    for g, sols in zip(groups, parts):
+        for i, sol in zip(g, sols):
+            out[i] = sol
+    return out
+
+
+def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
+    """Leave-one-source-out fits, all solved together: {source: (calibration, info)}.
+
+    Each fold fits the parameters its training rows identify (_parameters of those rows), starting from the
+    priors, on the layouts the search picks with the prior parameters (one round, as in fit(rounds=1));
+    those layouts do not depend on the data, so they are searched once for all folds."""
+    cases = [c for c in cases if c.measured]
+    params = _parameters(cases)
+    used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])))
+    sources = sorted({c.source for c in cases})
+    problems, fold_params = [], []
+    for src in sources:
+        train = [i for i, c in enumerate(used) if c.source != src]
+        fold_params.append(_parameters([used[i] for i in train]) if train else [])
+        problems.append(_problem(params, fold_params[-1], train))
+    sols = _solve_folds(params, problems, used, layouts, workers)
+    out = {}
+    for src, fp, prob, sol in zip(sources, fold_params, problems, sols):
+        cal = _calibration(fp, np.exp(sol.u[prob.free])) if fp else Calibration()
+        rows = [used[i].run_id for i in prob.rows]
+        out[src] = (cal, {"rows_used": rows, "n_rows": len(rows),
+                          "fit_mape_pct": float(np.mean(np.abs(np.expm1(sol.row_residuals))) * 100) if rows else None})
+    return out
+
+
+def cross_validate(path, progress=None, workers: int | None = None) -> dict:
     """Leave-one-source-out: refit without each source, predict it. The honest error on unseen runs."""
     cases, skipped = vt.load_cases(path)
     cases = [c for c in cases if c.measured]
+    fits = fold_fits(cases, workers)
     rows, folds = [], {}
     for src in sorted({c.source for c in cases}):
-        train_cases = [c for c in cases if c.source != src]
-        cal, _ = fit(train_cases, rounds=1)
+        cal, _ = fits[src]
         folds[src] = {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
         for c in (c for c in cases if c.source == src):
             lay, why = vt.best_layout(c, cal)
@@ -220,6 +320,7 @@ def cross_validate(path, progress=None) -> dict:
                                      lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured))
         if progress:
             progress(1)
+    rows.extend(vt.skipped_rows(skipped))
     # the parameters each fold fitted: a parameter that moves far when one source is left out is identified
     # by that source alone (a missing structural term, or one parameter standing for two effects)
     return {"rows": rows, "summary": vt.summarize(rows), "folds": folds}

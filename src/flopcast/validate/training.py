@@ -370,6 +370,13 @@ def predict(case: Case, layout: Layout, cal: Calibration) -> float:
     return float(res["tokens_per_s"][0]) / case.chips
 
 
+def predict_columns(case: Case, layout: Layout, cal: Calibration, k: int) -> np.ndarray:
+    """Tokens/s/chip of one layout under k calibrations at once: cal's parameters are arrays of k values."""
+    lb = LayoutBatch.of([layout]).take(np.zeros(k, dtype=int))
+    res = training.evaluate(case.model, case.system, lb, cal, software=case.software, dedupe=False)
+    return np.asarray(res["tokens_per_s"], dtype=float) / case.chips
+
+
 @dataclass
 class RowResult:
     run_id: str
@@ -412,9 +419,12 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
                                  predict(c, lay, cal), c.measured))
         if progress:
             progress(1)
-    for s in skipped:
-        out.append(RowResult(s.run_id, s.source, s.model, s.hardware, s.chips, "skipped", s.reason, measured=s.measured))
-    return out
+    return out + skipped_rows(skipped)
+
+
+def skipped_rows(skipped: list[Skipped]) -> list[RowResult]:
+    return [RowResult(s.run_id, s.source, s.model, s.hardware, s.chips, "skipped", s.reason, measured=s.measured)
+            for s in skipped]
 
 
 def summarize(rows: list[RowResult]) -> dict:

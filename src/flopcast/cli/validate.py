@@ -9,11 +9,11 @@ from pathlib import Path
 
 import click
 
-from . import catalog
-from .cli import _json
-from .errors import FlopcastError
-from .report.text import table
-from .validate import training as vt
+from .. import catalog
+from ..errors import FlopcastError
+from ..report.text import table
+from ..validate import training as vt
+from .render import to_json
 
 LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
@@ -45,7 +45,7 @@ SERVING_ONLY = frozenset({"instance", "vcpus", "threads", "engine", "weights", "
 def _schema(path: str) -> str:
     """'training' or 'serving', from the header's columns; a one-line error for an empty file or one that
     has neither schema's columns (naming what the closer schema, by its own columns present, lacks)."""
-    from .validate import inference as vi
+    from ..validate import inference as vi
 
     header, _ = vt.read_table(path)
     if not header:
@@ -212,15 +212,15 @@ def validate(file, as_json, out, cross_validate):
     if out:
         _prepare_out(out, file)
     if schema == "serving":
-        from .validate.inference import cross_validate_inference, validate_inference
+        from ..validate.inference import cross_validate_inference, validate_inference
 
         result = cross_validate_inference(file) if cross_validate else validate_inference(file)
         if out:
             _write_csv(out, SERVING_OUT, _serving_out_rows(result["rows"]), "figure")
-        click.echo(_json(result) if as_json else serving_report(result))
+        click.echo(to_json(result) if as_json else serving_report(result))
         return
     if cross_validate:
-        from .validate import calibrate as cb
+        from ..validate import calibrate as cb
 
         n_src = len({c.source for c in vt.load_cases(file)[0]})
         with _progress(n_src, "refitting without each source") as bar:
@@ -235,7 +235,7 @@ def validate(file, as_json, out, cross_validate):
     if out:
         _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in rows], "row")
     if as_json:
-        click.echo(_json({"rows": [r.to_dict() for r in rows], "summary": summary}))
+        click.echo(to_json({"rows": [r.to_dict() for r in rows], "summary": summary}))
     else:
         click.echo(training_report(rows, summary))
 
@@ -246,19 +246,19 @@ def validate(file, as_json, out, cross_validate):
               help="Where to write the parameters [default: the catalog data flopcast ships].")
 def calibrate(file, output):
     """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
-    from .validate import calibrate as cb
+    from ..validate import calibrate as cb
 
     serving = _is_serving(file)
     if output:
         _prepare_out(output, file)
     if serving:
-        from .validate.inference import fit_inference
+        from ..validate.inference import fit_inference
 
         try:
             info = fit_inference(file, output) if output else fit_inference(file)
         except OSError as exc:
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
-        click.echo(_json(info))
+        click.echo(to_json(info))
         return
     cases, skipped = vt.load_cases(file)
     with _progress(2, "fitting (2 rounds)") as bar:
@@ -273,5 +273,3 @@ def calibrate(file, output):
     click.echo(f"fitted {len(cal.families)} chip families and {n_global} global parameters on {info['n_rows']} runs; "
                f"fit MAPE {info['fit_mape_pct']:.1f}%; wrote {target}")
 
-
-COMMANDS = [validate, calibrate]

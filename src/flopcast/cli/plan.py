@@ -6,25 +6,21 @@ import time
 
 import click
 
-from . import api, catalog
-from .cli_options import layout_from, layout_options
-from .errors import FlopcastError
-from .plan import capacity
-from .plan import search as search_mod
-from .progress import Progress
-from .report.html import emit_report, report_options
-from .units import DAY, parse_count, parse_duration
-
-def _cli():
-    from . import cli  # imported here: flopcast.cli imports this module while it loads
-
-    return cli
+from .. import api, catalog
+from ..errors import FlopcastError
+from ..plan import capacity
+from ..plan import search as search_mod
+from ..progress import Progress
+from ..units import DAY, parse_count, parse_duration
+from .options import layout_from, layout_options, report_options, seconds
+from .options import tokens as parse_tokens
+from .render import echo_json, emit_report
 
 
 def _reports():
-    from . import cli_report  # the figures load matplotlib only when a report is asked for
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
 
-    return cli_report
+    return figures
 
 
 def _batch_range(text):
@@ -76,7 +72,6 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
 
     Any layout option pins that field; the rest are searched.
     """
-    cli = _cli()
     m = api.resolve_model(model, seq_len)
     system = api.resolve_system(hardware)
     if chips < 1:
@@ -86,7 +81,7 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     if top < 1:
         raise FlopcastError(f"--top must be positive, got {top}")
     space = _space(kw, dtypes, batch_range)
-    n_tokens = cli._tokens(tokens, m) if tokens else None
+    n_tokens = parse_tokens(tokens, m) if tokens else None
     cal = catalog.calibration()
     t0 = time.perf_counter()
     with Progress("searching layouts", enabled=not as_json) as bar:
@@ -98,12 +93,12 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
                                                                   f"{system.chip.id} chips ({system.id})"))
     if as_json:
-        click.echo(cli._json({
+        echo_json({
             "model": m.label, "hardware": system.id, "chips": chips, "objective": objective,
             "candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
             "wall_s": wall, "candidates_per_s": rate, "rejected": out.rejected,
             "top": [r.to_dict() for r in rows],
-        }))
+        })
         return
     click.echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
     click.echo(f"{out.considered:,} candidates evaluated in {wall:.2f} s ({rate:,.0f}/s); "
@@ -173,12 +168,11 @@ def _parsed(parser, text: str, option: str, example: str, unit_required: bool = 
 @report_options
 def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
-    cli = _cli()
     if sum(x is not None and x is not False for x in (deadline, budget, frontier or None)) != 1:
         raise FlopcastError("give exactly one of --deadline, --budget or --pareto")
     m = api.resolve_model(model, seq_len)
     system = api.resolve_system(hardware)
-    n_tokens = cli._tokens(tokens, m)
+    n_tokens = parse_tokens(tokens, m)
     space = _space(kw)
     cal = catalog.calibration()
     t0 = time.perf_counter()
@@ -197,13 +191,13 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
     wall = time.perf_counter() - t0
     emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
     if as_json:
-        click.echo(cli._json({
+        echo_json({
             "model": m.label, "hardware": system.id, "tokens": n_tokens, "kind": out.kind, "target": out.target,
             "searches": out.searches, "wall_s": wall,
             "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
             "frontier": [_point_dict(p) for p in out.frontier],
             "points": [_point_dict(p) for p in out.points],
-        }))
+        })
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
     click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
@@ -249,7 +243,6 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
     (e.g. flopcast compare llama3-8b -H c7g.16xlarge,c8g.16xlarge,inf2.48xlarge,p5.48xlarge --serve)."""
-    cli = _cli()
     systems = [api.resolve_system(h.strip()) for h in hardware.split(",") if h.strip()]
     if not systems:
         raise FlopcastError("--hardware: name at least one system")
@@ -266,15 +259,14 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
     if chips < 1:
         raise FlopcastError(f"--chips must be a positive integer, got {chips}")
     m = api.resolve_model(model, seq_len)
-    n_tokens = cli._tokens(tokens, m)
+    n_tokens = parse_tokens(tokens, m)
     with Progress("comparing systems", enabled=not as_json) as bar:
         out = capacity.compare(m, systems, chips, n_tokens, catalog.calibration(), _space(kw), progress=bar)
     emit_report(html, png, lambda: _reports().compare_report(
         out, f"flopcast compare: {m.label} on {chips:,} chips of {', '.join(out)}"))
     if as_json:
-        click.echo(cli._json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
-                              "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
-                                          for k, v in out.items()}}))
+        echo_json({"workload": "train", "model": m.label, "chips": chips, "tokens": n_tokens,
+                   "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v}) for k, v in out.items()}})
         return
     click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
     names = list(out)
@@ -307,8 +299,7 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, inpu
 
 def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
                      slo_ttft, slo_tpot, n_requests, seed, as_json, html=None, png=None):
-    from .cli_serving import _seconds
-    from .simulate import serving as S
+    from ..simulate import serving as S
 
     layout = {k: v for k, v in layout_from(kw).items() if k != "tp"}
     if layout:
@@ -320,7 +311,7 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
         raise FlopcastError(f"--requests must be at least 10, got {n_requests}")
     m = catalog.load_model(model)
     cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"),
-                          slo_ttft_s=_seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=_seconds(slo_tpot, "--slo-tpot"))
+                          slo_ttft_s=seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=seconds(slo_tpot, "--slo-tpot"))
     with Progress("simulating serving", unit="systems", enabled=not as_json) as bar:
         out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=kw.get("tp"), weights=weights,
                                        kv_dtype=kv_dtype, qps=qps, requests=n_requests, input_tokens=input_tokens,
@@ -331,8 +322,8 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
             "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "input_tokens": input_tokens,
             "output_tokens": output_tokens}
     if as_json:
-        click.echo(_cli()._json({**head, "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
-                                                     for k, v in out.items()}}))
+        echo_json({**head, "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
+                                       for k, v in out.items()}})
         return
     load = (f"each at its capacity (highest request rate with >= 90% of requests meeting TTFT <= "
             f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)" if qps is None
@@ -372,5 +363,3 @@ def _compare_serving(model, systems, chips, kw, qps, input_tokens, output_tokens
         for note in v.deployment.assumptions:
             click.echo(f"{n}: {note}")
 
-
-COMMANDS = [search, plan, compare]

@@ -5,39 +5,22 @@ No formulas here. Errors are FlopcastError; the main group turns them into one l
 
 from __future__ import annotations
 
-import json
-
 import click
 import numpy as np
 
-from . import catalog
-from .cost import inference as inf
-from .errors import FlopcastError
-from .report.html import emit_report, report_options
-from .simulate import serving as S
-from .units import GiB, parse_duration
+from .. import catalog
+from ..cost import inference as inf
+from ..errors import FlopcastError
+from ..simulate import serving as S
+from ..units import GiB
+from .options import report_options, seconds
+from .render import echo_json, emit_report
 
 
 def _reports():
-    from . import cli_report  # the figures load matplotlib only when a report is asked for
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
 
-    return cli_report
-
-
-def _seconds(text: str, option: str) -> float:
-    t = text.strip().lower().replace(" ", "")
-    try:
-        if t.endswith("ms"):
-            v = float(t[:-2]) / 1e3
-        elif t.endswith("us"):
-            v = float(t[:-2]) / 1e6
-        else:
-            v = parse_duration(t)
-    except ValueError:
-        raise FlopcastError(f"{option} {text!r} is not a duration; write e.g. 1s, 500ms, 50ms") from None
-    if v <= 0:
-        raise FlopcastError(f"{option} must be positive, got {text!r}")
-    return v
+    return figures
 
 
 def _deployment(model, hardware, chips, tp, threads, weights, kv_dtype):
@@ -102,7 +85,7 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
     if as_json:
         out = r.to_dict()
         out["assumptions"] = notes
-        click.echo(json.dumps(out, indent=2))
+        echo_json(out)
         return
     mem = r.memory_bytes
     lines = [
@@ -153,7 +136,7 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
     cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"), replicas=replicas,
                           routing=S.parse_choice(S.Routing, router, "--router"),
-                          slo_ttft_s=_seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=_seconds(slo_tpot, "--slo-tpot"))
+                          slo_ttft_s=seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=seconds(slo_tpot, "--slo-tpot"))
     if n_requests is not None and duration is not None:
         raise FlopcastError("give either --requests or --duration, not both")
     notes = _assumptions(d)
@@ -179,7 +162,7 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         else:
             if qps is None:
                 raise FlopcastError("--qps is required (a positive request rate) unless --trace or --find-capacity is given")
-            dur = _seconds(duration, "--duration") if duration else None
+            dur = seconds(duration, "--duration") if duration else None
             if n_requests is not None and n_requests < 1:
                 raise FlopcastError(f"--requests must be at least 1, got {n_requests}")
             reqs = S.poisson_requests(qps, rng, n=None if dur else (n_requests or 500), duration_s=dur,
@@ -195,7 +178,7 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         d, cfg, rates=_reports().load_rates(center), requests=min(n_requests or 500, 300), input_tokens=input_tokens,
         output_tokens=output_tokens, seed=seed, marked_qps=center))
     if as_json:
-        click.echo(json.dumps(out, indent=2, default=float))
+        echo_json(out)
         return
     head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
            f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
@@ -221,5 +204,3 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
     ] + [f"  - {a}" for a in notes]
     click.echo("\n".join(lines))
 
-
-COMMANDS = [infer, serve]

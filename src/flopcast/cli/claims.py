@@ -10,9 +10,10 @@ import textwrap
 
 import click
 
-from . import claims as C
-from .report.html import emit_report, report_options
-from .report.text import table
+from .. import claims as C
+from ..report.text import table
+from .options import report_options
+from .render import emit_report, to_json
 
 # column widths of the summary table (characters); long cells wrap
 WIDTHS = {"#": 3, "claim": 28, "announced": 10, "flopcast estimate": 14, "verdict": 11, "why": 54}
@@ -117,13 +118,9 @@ def claims(as_json, quick, html, png):
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    from .cli import _json
-
     result = C.evaluate(quick=quick, progress=lambda msg: click.echo(msg, err=True))
-    click.echo(_json(result.to_dict()) if as_json else report(result))
-    from . import cli_report  # the figures load matplotlib only when a report is asked for
+    click.echo(to_json(result.to_dict()) if as_json else report(result))
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
 
-    emit_report(html, png, lambda: cli_report.claims_report(result))
+    emit_report(html, png, lambda: figures.claims_report(result))
 
-
-COMMANDS = [claims]

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import math
+
 import click
 
-from . import api
-from .cost.reliability import GoodputAssumptions, goodput_for
-from .cli_options import layout_from, layout_options
-from .errors import FlopcastError
-from .report.html import emit_report, report_options
-from .simulate.reliability import simulate
-from .units import GIGA, HOUR, GiB, fmt, fmt_duration, parse_count, parse_duration
-
-LAYOUT_OPTIONS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
-
-__all__ = ["reliability", "COMMANDS", "goodput_for"]
+from .. import api
+from ..cost.reliability import GoodputAssumptions, goodput_for
+from ..errors import FlopcastError
+from ..simulate.reliability import simulate
+from ..units import GIGA, HOUR, GiB, fmt, fmt_duration, parse_count, parse_duration
+from .options import layout_from, layout_options, report_options
+from .render import echo_json, emit_report
 
 
 def _chip_list(text: str) -> list[int]:
@@ -65,9 +61,9 @@ def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, c
 
 
 def _reports():
-    from . import cli_report  # the figures load matplotlib only when a report is asked for
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
 
-    return cli_report
+    return figures
 
 
 def _train(model, hardware, chips, tokens, layout):
@@ -126,8 +122,7 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
     sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, a, trials=trials, seed=seed)
     emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
     if as_json:
-        click.echo(json.dumps({"train": result.to_dict(), "closed_form": g.to_dict(), "monte_carlo": sim.summary()},
-                              indent=2, default=str))
+        echo_json({"train": result.to_dict(), "closed_form": g.to_dict(), "monte_carlo": sim.summary()})
         return
     _print_one(result, g, sim)
 
@@ -202,12 +197,12 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html
     emit_report(html, png, lambda: _reports().reliability_sweep_report(
         [(n, r, g) for n, r, g, _ in rows], f"flopcast reliability: {m.label} on {hardware}, {tokens:.3g} tokens"))
     if as_json:
-        click.echo(json.dumps({
+        echo_json({
             "sweep": [{"chips": n, "chips_used": g.chips, "layout": r.layout.as_dict(), "closed_form": g.to_dict(),
                        "monte_carlo": sim.summary()} for n, r, g, sim in rows],
             "errors": {str(k): v for k, v in errors.items()},
             "fastest_chips": best, "stops_paying_off_beyond": knee,
-        }, indent=2, default=str))
+        })
         return
     e = click.echo
     e(f"{m.label} on {hardware}, {tokens:.3g} tokens: goodput and time-to-train by cluster size")
@@ -232,5 +227,3 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html
     e("")
     _print_assumptions(rows[-1][2].assumptions)
 
-
-COMMANDS = [reliability]

@@ -1,6 +1,5 @@
-"""`flopcast report`: one HTML page (or a folder of PNGs) with flopcast's figures of a training scenario
-and a serving deployment; and the reports `train`, `search`, `plan`, `infer`, `serve` and `reliability`
-write with `--html FILE` / `--png DIR`.
+"""The reports the commands write with `--html FILE` / `--png DIR`, assembled from their results; and
+`build_report`, all of flopcast's figures of one training scenario and one serving deployment.
 
 No formulas here: the numbers come from flopcast.api, plan, simulate and cost; the figures from
 report/plots.py; the page from report/html.py.
@@ -9,14 +8,12 @@ report/plots.py; the page from report/html.py.
 from __future__ import annotations
 
 import math
+import sys
 
-import click
-
-from . import api, catalog
-from .errors import FlopcastError
-from .cli_options import layout_from, layout_options
-from .report.html import Report, emit_report, report_options
-from .units import DAY, GiB
+from .. import api, catalog
+from ..errors import FlopcastError
+from ..units import DAY, GiB
+from .html import Report
 
 DEFAULT_SERVE_MODEL = "llama3-8b"
 DEFAULT_SERVE_SYSTEM = "trn2.48xlarge"
@@ -24,14 +21,8 @@ DEFAULT_SERVE_CHIPS = 1
 SCALING_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # cluster sizes drawn, relative to --chips
 
 
-def _cli():
-    from . import cli  # imported here: flopcast.cli imports this module while it loads
-
-    return cli
-
-
 def _progress(step: int, total: int, text: str) -> None:
-    click.echo(f"[{step}/{total}] {text} ...", err=True)
+    print(f"[{step}/{total}] {text} ...", file=sys.stderr, flush=True)
 
 
 def _fmt(v, unit="", digits=3):
@@ -68,7 +59,7 @@ def train_table(r) -> tuple[list, list]:
 
 
 def train_figures(r) -> list:
-    from .report import plots
+    from . import plots
 
     charts = [plots.breakdown_figure(r)]
     if r.layout.pp > 1:
@@ -88,7 +79,7 @@ def train_report(r, title: str | None = None) -> Report:
 
 def search_report(rows, title: str) -> Report:
     """The report of `flopcast search`: the top layouts as a table and as side-by-side breakdowns."""
-    from .report import plots
+    from . import plots
 
     rep = Report(title)
     if not rows:
@@ -105,7 +96,7 @@ def search_report(rows, title: str) -> Report:
 
 def plan_report(out, title: str) -> Report:
     """The report of `flopcast plan`: size/time/cost points, the frontier, scaling and goodput curves."""
-    from .report import plots
+    from . import plots
 
     pts = [p for p in out.points if p.result is not None]
     rep = Report(title)
@@ -125,7 +116,7 @@ def plan_report(out, title: str) -> Report:
 
 
 def reliability_report(result, g, sim) -> Report:
-    from .report import plots
+    from . import plots
 
     rep = Report(f"flopcast reliability: {result.model.label} on {g.chips:,} {result.system.chip.id} chips")
     rows = [("ideal", f"{g.ideal_s / DAY:.2f} days"), ("expected with failures", f"{g.expected_s / DAY:.2f} days"),
@@ -138,7 +129,7 @@ def reliability_report(result, g, sim) -> Report:
 
 def reliability_sweep_report(rows, title: str) -> Report:
     """rows: [(chips, TrainResult, Goodput)]."""
-    from .report import plots
+    from . import plots
 
     table = [(f"{n:,}", f"{g.ideal_s / DAY:.2f}", f"{g.expected_s / DAY:.2f}", f"{100 * g.goodput:.1f}",
               r.layout.describe()) for n, r, g in rows]
@@ -152,7 +143,7 @@ def reliability_sweep_report(rows, title: str) -> Report:
 
 def infer_report(d, r, input_tokens: int, output_tokens: int) -> Report:
     """The report of `flopcast infer`: the roofline with this batch's prefill and decode and a batch sweep."""
-    from .report import plots
+    from . import plots
 
     batches = sorted({1, r.batch} | {b for b in (4, 16, 64, 256) if b <= max(1, r.max_batch)})
     pts = plots.roofline_points(d, input_tokens=input_tokens, output_tokens=output_tokens, decode_batches=batches,
@@ -167,7 +158,7 @@ def infer_report(d, r, input_tokens: int, output_tokens: int) -> Report:
 
 def saturation_qps(d, input_tokens: int = 512, output_tokens: int = 128) -> float:
     """Requests/s one replica of `d` sustains at its largest batch (up to 256), from cost/inference.predict."""
-    from .cost import inference as inf
+    from ..cost import inference as inf
 
     b = max(1, min(inf.max_batch(d, input_tokens + output_tokens), 256))
     r = inf.predict(d, b, input_tokens, output_tokens)
@@ -178,7 +169,7 @@ def saturation_qps(d, input_tokens: int = 512, output_tokens: int = 128) -> floa
 def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_tokens="128", seed: int = 0,
                  marked_qps: float | None = None, title: str | None = None) -> Report:
     """The report of `flopcast serve`: latency against throughput over Poisson request rates."""
-    from .report import plots
+    from . import plots
 
     pts = plots.serving_sweep(d, config, rates, requests=requests, input_tokens=input_tokens,
                               output_tokens=output_tokens, seed=seed)
@@ -217,10 +208,10 @@ def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=Non
     scaling_chips: cluster sizes (chips, rounded up to whole nodes) of the scaling, Pareto and goodput
     curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as api.train takes them).
     """
-    from .cost import inference as inf
-    from .plan import capacity
-    from .report import plots
-    from .simulate import serving as S
+    from ..cost import inference as inf
+    from ..plan import capacity
+    from ..simulate import serving as S
+    from . import plots
 
     total = 5
     m = api.resolve_model(model)
@@ -271,61 +262,9 @@ def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=Non
     return rep
 
 
-@click.command("report")
-@click.argument("model", default=api.DEFAULT_MODEL)
-@click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True,
-              help="Training system (e.g. trn2.48xlarge, p5.48xlarge) or a YAML/TOML file.")
-@click.option("--chips", "-n", type=int, help="Chips of the training job [default: as `flopcast train`: "
-              "1,024 on trn2.48xlarge, else one node]. Scaling curves span 1/8x to 8x of it.")
-@click.option("--tokens", help="Training tokens (e.g. 300B, 1.5T); default 20 per parameter (Chinchilla).")
-@click.option("--serve-model", default=DEFAULT_SERVE_MODEL, show_default=True, help="Model of the serving figures.")
-@click.option("--serve-hardware", default=DEFAULT_SERVE_SYSTEM, show_default=True,
-              help="System of the serving figures (e.g. trn2.48xlarge, inf2.48xlarge, p5.48xlarge, c8g.16xlarge).")
-@click.option("--serve-chips", type=int, default=DEFAULT_SERVE_CHIPS, show_default=True,
-              help="Chips of one serving replica (tensor parallel over them).")
-@click.option("--requests", "n_requests", type=int, default=300, show_default=True,
-              help="Simulated requests per request rate of the serving curve.")
-@click.option("--sizes", help="Cluster sizes of the scaling, Pareto and goodput curves, chips, comma-separated "
-              "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")
-@layout_options
-@report_options
-def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, html, png,
-           seq_len, **kw):
-    """Write flopcast's figures of one scenario: scaling, breakdowns, pipeline schedule, Pareto front,
-    serving latency/throughput, roofline and goodput.
-
-    One self-contained HTML file (default flopcast-report.html; opens offline) and/or one PNG per
-    figure (--png DIR). Needs matplotlib: pip install 'flopcast[report]'.
-    """
-    from .report.plots import matplotlib_figure
-
-    matplotlib_figure()  # fail fast, in one line, when matplotlib is missing
-    if n_requests < 10:
-        raise FlopcastError(f"--requests must be at least 10, got {n_requests}")
-    if not html and not png:
-        html = "flopcast-report.html"
-    cli = _cli()
-    n_tokens = cli._tokens(tokens, model) if tokens else None
-    scaling = None
-    if sizes:
-        try:
-            scaling = [int(float(s)) for s in sizes.split(",") if s.strip()]
-        except ValueError:
-            scaling = []
-        if not scaling or min(scaling) < 1:
-            raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
-    m = api.resolve_model(model, seq_len)
-    emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
-                                                serve_hardware=serve_hardware, serve_chips=serve_chips,
-                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw)))
-
-
-COMMANDS = [report]
-
-
 def compare_report(out: dict, title: str) -> Report:
     """The report of `flopcast compare` (training): side-by-side bars and breakdowns."""
-    from .report import plots
+    from . import plots
 
     rows = [(k, "n/a", "n/a", "n/a", v) if isinstance(v, str) else
             (k, f"{v.time_to_train_s / DAY:.1f}" if v.time_to_train_s else "n/a", f"{100 * v.mfu:.1f}",
@@ -336,7 +275,7 @@ def compare_report(out: dict, title: str) -> Report:
 
 def compare_serving_report(out: dict, title: str) -> Report:
     """The report of `flopcast compare --serve`: capacity, cost per token and latency per system."""
-    from .report import plots
+    from . import plots
 
     rows = []
     for k, p in out.items():
@@ -354,7 +293,7 @@ def compare_serving_report(out: dict, title: str) -> Report:
 
 def claims_report(result) -> Report:
     """The report of `flopcast claims`: the verdict table and the figures behind the estimates."""
-    from .report import plots
+    from . import plots
 
     rows = [(r.id, r.claim, _fmt(r.claimed, r.unit), _fmt(r.estimate, r.unit), r.verdict, r.why) for r in result.rows]
     rep = Report("flopcast claims: the Trainium2 and Graviton4 announcement, checked",
