@@ -16,7 +16,7 @@ import numpy as np
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
-                              virtual_stages_allowed)
+                              virtual_stages, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -190,7 +190,7 @@ def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, m=None, recompute=No
     interleaved = schedule == Schedule.INTERLEAVED
     dual = schedule == Schedule.DUALPIPE
     out = {
-        "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
+        "pp x vp does not exceed the layers": pp * virtual_stages(schedule, vp) <= model.layers,
         "vp > 1 only with the interleaved schedule, which needs pp > 1": virtual_stages_allowed(schedule, vp, pp),
         "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
         # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number

@@ -48,6 +48,7 @@ class Layer:
     bwd: np.ndarray
     wgrad: np.ndarray  # the weight-gradient GEMMs inside bwd (DualPipe's W)
     attn_fwd: np.ndarray
+    selective_fwd: np.ndarray  # what selective recomputation repeats: core attention (MLA: + up-projections, norms)
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
@@ -76,22 +77,25 @@ def gemm_kwargs(chip, fam, x: dict) -> dict:
                 bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=x["operand_bytes"])
 
 
-def _attention_projections(g: _Gemms, model: Model, x: dict) -> tuple[float, float]:
+def _attention_projections(g: _Gemms, model: Model, x: dict):
     """QKV (or MLA's low-rank down- and up-projections) and the output projection; returns the q/k and v
-    head widths the attention core uses."""
+    head widths the attention core uses and the forward time of MLA's up-projections (0 without MLA)."""
     tp, T, h = x["tp"], x["T"], model.hidden
+    up = 0.0
     if model.mla:
         a = model.mla
         g.add(T, a.q_lora_rank, h)
-        g.add(T, model.q_dim / tp, a.q_lora_rank)
         g.add(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
+        before = g.fwd
+        g.add(T, model.q_dim / tp, a.q_lora_rank)
         g.add(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
+        up = g.fwd - before
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
     else:
         g.add(T, (model.q_dim + 2 * model.kv_dim) / tp, h)
         d_qk = d_v = model.d_head
     g.add(T, h, model.attn_out_dim / tp)
-    return d_qk, d_v
+    return d_qk, d_v, up
 
 
 def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, software: Software):
@@ -189,7 +193,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     fam = cal.for_chip(chip)
     T = x["T"]
     g = _Gemms(gemm_kwargs(chip, fam, x), np.zeros_like(T))
-    d_qk, d_v = _attention_projections(g, model, x)
+    d_qk, d_v, up_fwd = _attention_projections(g, model, x)
     attn_fwd, attn_flops, attn_bwd_factor = _attention_core(model, chip, fam, x, d_qk, d_v, sliding, software)
     act_elems = _mlp(g, model, cal, x, moe_layer)
     elem_fwd = _elementwise_time(model, chip, fam, cal, x, act_elems)
@@ -203,5 +207,10 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
         fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
     ep_comm = _ep_comm(model, system, cal, x) if moe_layer else np.zeros_like(T)
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, g.flops + attn_flops, attn_flops, _tp_comm(model, system, cal, x),
+    # selective recomputation repeats the core attention (Korthikanti et al. 2022 sec. 4.2); for an MLA model
+    # DeepSeek-V3's recipe instead (sec. 3.2.3, 3.3.3): the up-projections, the norms and the SwiGLU outputs
+    # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise
+    # forward
+    selective = up_fwd + elem_fwd if model.mla else attn_fwd
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, g.flops + attn_flops, attn_flops, _tp_comm(model, system, cal, x),
                  _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor), ep_comm)

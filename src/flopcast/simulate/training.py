@@ -156,8 +156,8 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     1F1B, in the paired share of micro-batches, it runs beside another micro-batch's compute (which then has
     the SMs the all-to-all leaves it) and only the excess over that compute is exposed."""
     L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
-    fwd, bwd, attn_fwd = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "attn_fwd"))
-    rec = np.where(c.full_rec, fwd, np.where(c.lb.recompute == Recompute.SELECTIVE, attn_fwd, 0.0))
+    fwd, bwd, selective = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd"))
+    rec = np.where(c.full_rec, fwd, np.where(c.lb.recompute == Recompute.SELECTIVE, selective, 0.0))
     rec_comm = np.where(c.full_rec, 1.5, 1.0)
     tp_c = _per_layer(kinds, L, "tp_comm") * rec_comm * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
