@@ -185,33 +185,49 @@ def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips:
     return out
 
 
-def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, m=None, recompute=None) -> dict:
-    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches."""
+def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, micro_batches=None, recompute=None) -> dict:
+    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches.
+
+    micro_batches: a function returning the micro-batches per step (computed only where DualPipe is asked for)."""
     interleaved = schedule == Schedule.INTERLEAVED
+    overlap = schedule == Schedule.ONE_F_ONE_B_OVERLAP
     dual = schedule == Schedule.DUALPIPE
+    any_overlap, any_dual = bool(overlap.any()), bool(dual.any())  # (the search's hot path has neither for dense)
+    if any_overlap:
+        staged, allowed = pp * virtual_stages(schedule, vp), virtual_stages_allowed(schedule, vp, pp)
+    else:
+        staged, allowed = pp * np.where(interleaved, vp, 1), np.where(interleaved, (vp > 1) & (pp > 1), vp == 1)
+    everywhere = np.ones(np.shape(schedule), dtype=bool)
+    dual_ok = everywhere
+    if any_dual:
+        m = micro_batches() if micro_batches is not None else None
+        dual_ok = ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp))))
     out = {
-        "pp x vp does not exceed the layers": pp * virtual_stages(schedule, vp) <= model.layers,
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": virtual_stages_allowed(schedule, vp, pp),
+        "pp x vp does not exceed the layers": staged <= model.layers,
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": allowed,
         "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
         # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number
         # (deepseek-ai/DualPipe: num_chunks % 2 == 0 and num_chunks >= num_ranks * 2, num_ranks even)
-        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches":
-            ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp)))),
+        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches": dual_ok,
     }
     if recompute is not None:
         # Megatron-Core's combined 1F1B does not run with full activation recomputation (its developer guide,
         # "Combined 1F1B: Expert-Parallel All-to-All Overlap", compatibility)
         out["1f1b-overlap does not run with full recomputation"] = (
-            (schedule != Schedule.ONE_F_ONE_B_OVERLAP) | (recompute != Recompute.FULL))
+            ~overlap | (recompute != Recompute.FULL) if any_overlap else everywhere)
     return out
+
+
+def _micro_batches(lb: LayoutBatch):
+    return lambda: lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
 
 
 def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
     """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
     out = _base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, chips,
                       exact_chips)
-    m = lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
-    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, m, lb.recompute))
+    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
+                               lb.recompute))
     return out
 
 
@@ -258,9 +274,8 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     ok = np.ones(lb.size, dtype=bool)
-    m = lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, m, lb.recompute),
-                ok, rejected)
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
+                                lb.recompute), ok, rejected)
     for d in np.unique(lb.dtype):
         why = training_dtype_problem(system.chip, Dtype(int(d)))
         if why:

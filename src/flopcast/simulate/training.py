@@ -178,14 +178,18 @@ def _stage_times(c: _Ctx, lt: dict, t_embed, t_logits) -> dict:
     puts the first and the last stage on one rank, so its edge ranks each carry half of both edges."""
     L, pp, v = c.model.layers, c.f["pp"], c.v
     dual = c.lb.schedule == Schedule.DUALPIPE
+    any_dual = bool(dual.any())  # (the search's hot path for dense models has none)
     layer_time = lt["total"]
     stage_layers = np.where(v > 1, np.ceil(L / (pp * v)) * v, np.ceil(L / pp))
-    half = (t_embed + t_logits) / 2.0
-    edge = np.where(pp > 1, np.where(dual, half, np.maximum(t_embed, t_logits)), t_embed + t_logits)
+    edge = np.where(pp > 1, np.maximum(t_embed, t_logits), t_embed + t_logits)
+    first_edge, last_edge = t_embed, t_logits
+    if any_dual:
+        half = (t_embed + t_logits) / 2.0
+        edge = np.where(dual & (pp > 1), half, edge)
+        first_edge, last_edge = np.where(dual, half, t_embed), np.where(dual, half, t_logits)
     t_avg = (L * layer_time + t_embed + t_logits) / pp
     t_max = np.maximum(stage_layers * layer_time + edge, t_avg)
     if c.software.uneven_pipeline_split:
-        first_edge, last_edge = np.where(dual, half, t_embed), np.where(dual, half, t_logits)
         balanced = _balanced_stage(L, pp, layer_time, first_edge, last_edge, t_avg)
         t_max = np.where(pp > 1, np.minimum(t_max, balanced), t_max)
     return dict(t_avg=t_avg, t_max=t_max, stage_layers=stage_layers)
@@ -193,11 +197,13 @@ def _stage_times(c: _Ctx, lt: dict, t_embed, t_logits) -> dict:
 
 def _bubble(c: _Ctx, lt: dict, st: dict):
     """The pipeline's idle time per step (cost.pipeline.bubble_time) on the busiest stage's chunks."""
+    pp, t_max = c.f["pp"], st["t_max"]
+    if not (c.lb.schedule == Schedule.DUALPIPE).any():
+        return (pp - 1.0) / c.v * t_max
     n, slow = st["stage_layers"], pipeline.overlap_compute_factor(c.system.chip)
     fwd_c = n * (lt["fwd"] + lt["tp"] / 2 + lt["cp"] / 3)
-    bwd_c = st["t_max"] - fwd_c
-    fb_pair = pipeline.overlapped_stage_time(st["t_max"] - n * lt["ep"], n * lt["a2a"], slow)
-    return pipeline.bubble_time(c.lb.schedule, c.f["pp"], c.v, st["t_max"], fb_pair, bwd_c, n * lt["wgrad"])
+    fb_pair = pipeline.overlapped_stage_time(t_max - n * lt["ep"], n * lt["a2a"], slow)
+    return pipeline.bubble_time(c.lb.schedule, pp, c.v, t_max, fb_pair, t_max - fwd_c, n * lt["wgrad"])
 
 
 def _pipeline_parts(c: _Ctx, lt: dict, st: dict, t_embed, t_logits) -> dict:
