@@ -84,10 +84,14 @@ def _attention_projections(g: _Gemms, model: Model, x: dict):
     up = 0.0
     if model.mla:
         a = model.mla
-        g.add(T, a.q_lora_rank, h)
+        if a.q_lora_rank:
+            g.add(T, a.q_lora_rank, h)
+        else:  # 0: queries projected at full rank (DeepSeek-V2-Lite)
+            g.add(T, model.q_dim / tp, h)
         g.add(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
         before = g.fwd
-        g.add(T, model.q_dim / tp, a.q_lora_rank)
+        if a.q_lora_rank:
+            g.add(T, model.q_dim / tp, a.q_lora_rank)
         g.add(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
         up = g.fwd - before
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
