@@ -61,3 +61,25 @@ def bubble_time(schedule, pp, v, t, fb_pair, b_chunk, w_chunk):
     standard = (pp - 1.0) / v * t
     dual = np.maximum(pp / 2.0 - 1.0, 0.0) * np.maximum(fb_pair + b_chunk - 3.0 * w_chunk, 0.0)
     return np.where(schedule == Schedule.DUALPIPE, dual, standard)
+
+
+def balanced_stage(L: int, pp, layer_time, t_embed, t_logits, t_avg):
+    """The busiest stage's time per micro-batch when whole layers are placed so that the first stage (with the
+    embedding) and the last (with the logits and loss) take fewer: the smallest T at which the stages hold all
+    L layers, (pp - 2) floor(T / t) + floor((T - t_embed) / t) + floor((T - t_logits) / t) >= L, t the
+    layer time. T lies within one layer time above the average stage time t_avg; it is one of the
+    candidates k t, k t + t_embed, k t + t_logits just above t_avg."""
+    t = np.maximum(layer_time, 1e-30)
+    eps = 1e-9
+
+    def held(T):
+        return ((pp - 2.0) * np.floor(T / t + eps) + np.maximum(np.floor((T - t_embed) / t + eps), 0.0)
+                + np.maximum(np.floor((T - t_logits) / t + eps), 0.0))
+
+    best = np.full(np.shape(t_avg), np.inf)
+    for offset in (0.0, t_embed, t_logits):
+        k = np.ceil((t_avg - offset) / t - eps)
+        for extra in (0.0, 1.0):
+            T = (k + extra) * t + offset
+            best = np.where((T >= t_avg - eps * t) & (held(T) >= L), np.minimum(best, T), best)
+    return best

@@ -25,7 +25,7 @@ from ..cost.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
 from ..model.system import Dtype, System
 from ..model.workload import Model
-from .layer import KERNELS_PER_LAYER, MOE_HOST_OPS, MOE_HOST_OPS_PER_EXPERT, Layer, gemm_kwargs, layer_times  # noqa: F401
+from .layer import Layer, gemm_kwargs, layer_times
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
@@ -190,7 +190,7 @@ def _stage_times(c: _Ctx, lt: dict, t_embed, t_logits) -> dict:
     t_avg = (L * layer_time + t_embed + t_logits) / pp
     t_max = np.maximum(stage_layers * layer_time + edge, t_avg)
     if c.software.uneven_pipeline_split:
-        balanced = _balanced_stage(L, pp, layer_time, first_edge, last_edge, t_avg)
+        balanced = pipeline.balanced_stage(L, pp, layer_time, first_edge, last_edge, t_avg)
         t_max = np.where(pp > 1, np.minimum(t_max, balanced), t_max)
     return dict(t_avg=t_avg, t_max=t_max, stage_layers=stage_layers)
 
@@ -375,28 +375,6 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
         chips=chips,
         peak_flops=peak,
     )
-
-
-def _balanced_stage(L: int, pp, layer_time, t_embed, t_logits, t_avg):
-    """The busiest stage's time per micro-batch when whole layers are placed so that the first stage (with the
-    embedding) and the last (with the logits and loss) take fewer: the smallest T at which the stages hold all
-    L layers, (pp - 2) floor(T / t) + floor((T - t_embed) / t) + floor((T - t_logits) / t) >= L, t the
-    layer time. T lies within one layer time above the average stage time t_avg; it is one of the
-    candidates k t, k t + t_embed, k t + t_logits just above t_avg."""
-    t = np.maximum(layer_time, 1e-30)
-    eps = 1e-9
-
-    def held(T):
-        return ((pp - 2.0) * np.floor(T / t + eps) + np.maximum(np.floor((T - t_embed) / t + eps), 0.0)
-                + np.maximum(np.floor((T - t_logits) / t + eps), 0.0))
-
-    best = np.full(np.shape(t_avg), np.inf)
-    for offset in (0.0, t_embed, t_logits):
-        k = np.ceil((t_avg - offset) / t - eps)
-        for extra in (0.0, 1.0):
-            T = (k + extra) * t + offset
-            best = np.where((T >= t_avg - eps * t) & (held(T) >= L), np.minimum(best, T), best)
-    return best
 
 
 def _attention_flops_per_token(model: Model) -> float:
