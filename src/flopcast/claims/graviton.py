@@ -99,8 +99,8 @@ class GravitonEvidence:
             "rows of inference_runs.csv; no measured Graviton4 rows), 512 input + 128 output tokens, "
             f"llama3-8b and llama3-70b, weights bf16/q8_0/q4_0, batches {sorted({c['batch'] for c in cases})}",
             "socket basis: r7g.16xlarge (64 Graviton3 cores) vs one socket of r8g.48xlarge (96 Graviton4 cores); "
-            "equal-core basis: c7g.16xlarge vs c8g.16xlarge (64 cores each; c8g.16xlarge bandwidth is the catalog's "
-            "core-proportional share of a socket, an assumption)",
+            "equal-core basis: c7g.16xlarge vs c8g.16xlarge (64 cores each; c8g.16xlarge bandwidth: the socket's, as "
+            "the Classmethod STREAM run of a 16xlarge shows)",
         ) + _not_fitting(cases)
         sources = (source_of("graviton3", "cores", g3), source_of("graviton4", "cores", g4),
                    source_of("graviton3", "memory_bandwidth", g3), source_of("graviton4", "memory_bandwidth", g4),

@@ -23,7 +23,7 @@ def layout_options(f):
                      help="Megatron sequence parallelism (needs tp > 1)."),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8"]),
                      help="Compute data type (fp8: FP8 GEMMs, BF16 elsewhere; cfp8 = Trainium's configurable FP8)."),
-        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe"]), help="Pipeline schedule."),
+        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe", "dualpipe", "1f1b-overlap"]), help="Pipeline schedule."),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -138,7 +138,9 @@ def training_report(rows, summary) -> str:
                f"bias (mean signed error) {fmtp(s['bias_pct'])}")
     out.append("five worst: " + ", ".join(f"run {w['run_id']} ({_clip(w['model'], 24)}, {w['hardware']}) "
                                           f"{w['error_pct']:+.0f}%" for w in s["worst"]))
-    for title, key in (("by source", "by_source"), ("by chip", "by_hardware")):
+    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("dense / MoE", "by_kind")):
+        if key not in s:
+            continue
         out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
     skipped = [r for r in rows if r.status == "skipped"]
     for r in skipped:

@@ -270,8 +270,10 @@ def _check_pinned(m: Model, system: System, layout: dict):
                                 f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
     schedule = layout.get("schedule")
     if vp is not None and vp > 1:
-        if schedule is not None and _enum(Schedule, schedule, "schedule") != Schedule.INTERLEAVED:
-            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` (virtual stages exist only in it)")
+        if schedule is not None and _enum(Schedule, schedule, "schedule") not in (Schedule.INTERLEAVED,
+                                                                                   Schedule.ONE_F_ONE_B_OVERLAP):
+            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` or `schedule=1f1b-overlap` (the schedules "
+                                "with virtual stages)")
         if pp == 1:
             raise FlopcastError(f"`vp={vp}` needs `pp` > 1 (virtual stages split pipeline stages)")
     dtype = layout.get("dtype")
