@@ -74,6 +74,9 @@ def test_megatron_flags_exist_and_carry_every_degree(model, layout):
     assert nnodes * per_node // (layout.tp * layout.pp * layout.cp) == layout.dp
     if m.moe:
         assert args["--num-experts"] == str(m.moe.experts) and args["--moe-router-topk"] == str(m.moe.topk)
+    if m.mtp_layers:  # deepseek-v3: one MTP module, 8 expert groups with each token in at most 4
+        assert args["--mtp-num-layers"] == "1"
+        assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
     if layout.sharding == Sharding.ZERO3:
         assert args["--data-parallel-sharding-strategy"] == "optim_grads_params"
     if layout.dtype == Dtype.FP8:
@@ -156,6 +159,8 @@ def test_maxtext_mesh_places_every_degree(layout):
     dcn = math.prod(int(v) for k, v in s.items() if k.startswith("dcn_"))
     assert ici * dcn == layout.chips
     assert s["mlp_activations"] == "['silu','linear']"  # quoted on the command line: one shell word
+    if model == "deepseek-v3":
+        assert (s["mtp_num_layers"], s["n_routing_groups"], s["topk_routing_group"]) == ("1", "8", "4")
     per_step = float(s["per_device_batch_size"]) * layout.chips * int(s.get("gradient_accumulation_steps", 1))
     assert per_step == layout.global_batch
 

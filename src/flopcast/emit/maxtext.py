@@ -84,6 +84,12 @@ def _model(model) -> dict:
         out.update(num_experts=e.experts, num_experts_per_tok=e.topk, base_moe_mlp_dim=e.expert_ffn,
                    first_num_dense_layers=e.dense_layers, shared_experts=e.shared_experts,
                    interleave_moe_layer_step=e.layer_freq)
+        if e.groups:
+            out.update(n_routing_groups=e.groups, topk_routing_group=e.topk_groups or -1)
+        if e.capacity_factor is not None:
+            out["capacity_factor"] = e.capacity_factor
+    if m.mtp_layers:
+        out["mtp_num_layers"] = m.mtp_layers
     if m.mla:
         a = m.mla
         out.update(attention_type="mla", q_lora_rank=a.q_lora_rank, kv_lora_rank=a.kv_lora_rank,
