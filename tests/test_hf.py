@@ -246,6 +246,14 @@ def test_config_trains_and_serves_from_the_command_line(tmp_path, capsys):
     assert main(["infer", str(write(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")), "-H", "p5.48xlarge", "--weights", "fp8",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
+    assert main(["serve", str(tmp_path / "DeepSeek-V3"), "-H", "p5e.48xlarge", "--weights", "fp8", "--qps", "1",
+                 "--requests", "20", "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    assert served["completed"] == 20
+    assert catalog.load_model(str(tmp_path / "DeepSeek-V3")).mtp_layers == 1  # num_nextn_predict_layers is modelled
+    assert main(["train", str(write(tmp_path, QWEN3_8B, "Qwen3-8B")), "-H", "trn2.48xlarge", "-n", "16",
+                 "--seq-len", "4096", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "Qwen3-8B"
     d = write(tmp_path, {"model_type": "rwkv"}, "rwkv")
     assert main(["train", str(d)]) == 2
     err = capsys.readouterr().err
@@ -285,3 +293,13 @@ def test_oversized_or_deep_json_is_refused(tmp_path):
     (tmp_path / "big.json").write_text('{"model_type": "llama", "pad": "' + "x" * (2 << 20) + '"}')
     with pytest.raises(FlopcastError, match="at most 1,048,576 bytes"):
         catalog.load_model(str(tmp_path / "big.json"))
+
+
+def test_catalog_shows_a_config_with_its_unmapped_keys(tmp_path, capsys):
+    d = write(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")
+    assert main(["catalog", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert "Hugging Face config" in out and "mla.kv_lora_rank" in out and "mtp_layers" in out
+    assert main(["catalog", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["computed_params"] == pytest.approx(671e9, rel=0.01)
