@@ -52,11 +52,12 @@ class SearchOutcome:
     order: np.ndarray  # indices of batch, best first (those that fit)
     considered: int
     rejected: dict = field(default_factory=dict)  # rule -> candidates it rejected
-    valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only those that fit
+    valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only some of them
+    fit: int | None = None  # layouts that fit, where `batch` holds only those that could be the best
 
     @property
     def n_fit(self) -> int:
-        return int(self.order.size)
+        return int(self.order.size) if self.fit is None else self.fit
 
     @property
     def n_valid(self) -> int:
@@ -236,6 +237,23 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
     return None
 
 
+def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool):
+    """The candidates that pass every rule but the chip's data types and memory: (batch, what each rule
+    rejected, candidates considered, {dtype: layouts of that dtype}); the dtypes the chip cannot train in are
+    left out of the batch (their counts are the chip's to name)."""
+    lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+    if lb.size == 0:
+        return lb, rejected, considered, {}
+    ok = np.ones(lb.size, dtype=bool)
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
+    dtypes = {}
+    for d in np.unique(lb.dtype):
+        dtypes[int(d)] = int(np.count_nonzero(ok & (lb.dtype == d)))
+        if training_dtype_problem(system.chip, Dtype(int(d))):
+            ok &= lb.dtype != d
+    return lb.take(np.nonzero(ok)[0]), rejected, considered, dtypes
+
+
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
            software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None) -> SearchOutcome:
@@ -246,38 +264,34 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     searches of hardware variants reuse the candidates and their memory (the same answer, less work)."""
     key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
     hit = shared.get(key) if shared is not None else None
-    if hit is not None:
-        lb, rejected, considered = hit.batch, dict(hit.rejected), hit.considered
+    if hit is None:
+        lb, rejected, considered, dtypes = _valid(model, system, chips, space, allow_idle)
+        entry = SharedLayouts(lb, dict(rejected), considered, dtypes)
     else:
-        lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
-        if shared is not None:
-            hit_new = SharedLayouts(lb, dict(rejected), considered)
+        lb, rejected, considered, dtypes = hit.batch, dict(hit.rejected), hit.considered, hit.dtypes
+    for d, n in dtypes.items():
+        why = training_dtype_problem(system.chip, Dtype(d))
+        if why:
+            rejected[why] = rejected.get(why, 0) + n
     if progress is not None:
         progress.add_total(considered)
-    if lb.size == 0:
-        return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
-    for d in np.unique(lb.dtype):
-        why = training_dtype_problem(system.chip, Dtype(int(d)))
-        if why:
-            bad = ok & (lb.dtype == d)
-            rejected[why] = rejected.get(why, 0) + int(bad.sum())
-            ok &= ~bad
-    lb = lb.take(np.nonzero(ok)[0])
-    if progress is not None:
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
+        bound = shared.bound(key, system, cal)
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
-                                 software)
+                                 software, bound)
         if reused is not None:
-            return reused
+            outcome, evaluated, steps = reused
+            shared.add_bound(key, system, cal, evaluated, steps, bound, lb.size)
+            return outcome
         shared.forget(key)
     res = _evaluate_chunked(model, system, lb, cal, progress, software)
     if shared is not None and (hit is None or hit.memory is None):
-        shared.put(key, replace(hit or hit_new, memory=np.asarray(res["memory_bytes"], dtype=float)))
+        shared.put(key, replace(hit or entry, memory=np.asarray(res["memory_bytes"], dtype=float)))
+        shared.add_bound(key, system, cal, np.arange(lb.size), np.asarray(res["step_time_s"], dtype=float), None,
+                         lb.size)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -287,14 +301,37 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     return SearchOutcome(lb, res, order, considered, rejected)
 
 
-def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software):
+PRUNE_PROBE = 256  # layouts evaluated first, those with the lowest lower bound, to find an incumbent
+
+
+def _step_score(step, lb: LayoutBatch, index, model: Model, system: System, objective: str):
+    """The objective's score of layouts lb[index] with the given step times (the formula objective_score applies)."""
+    tokens = lb.global_batch[index].astype(float) * model.seq_len
+    chips = (lb.tp[index] * lb.pp[index] * lb.dp[index] * lb.cp[index]).astype(float)
+    return objective_score({"tokens_per_s": tokens / step, "chips": chips}, system, objective)
+
+
+def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software, bound):
     """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
-    does, the smallest footprint is shown, which needs every layout); None where the memory it computes differs
-    from the known one (then the reuse was wrong and the caller searches in full)."""
+    does, the smallest footprint is shown, which needs every layout), and of those, where a lower bound of each
+    layout's step time is known (from a variant at least as fast in every respect: more bandwidth or FLOP/s is
+    never slower), only those whose bound could beat the best exact score of the most promising ones.
+    (outcome, evaluated indices, their step times), or None where the memory it computes differs from the
+    known one or a step time falls below its bound (then the reuse was wrong and the caller searches in full)."""
     fit = np.nonzero(memory <= system.chip.memory)[0]
-    sub = lb.take(fit)
+    keep = fit
+    if bound is not None:
+        lower = _step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective)
+        probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
+        probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
+        incumbent = float(np.min(objective_score(probe_res, system, objective)))
+        keep = fit[lower <= incumbent * (1 + 1e-9)]
+    sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
-    if not np.array_equal(np.asarray(res["memory_bytes"], dtype=float), memory[fit]):
+    step = np.asarray(res["step_time_s"], dtype=float)
+    if not np.array_equal(np.asarray(res["memory_bytes"], dtype=float), memory[keep]):
+        return None
+    if bound is not None and (step < bound[keep] * (1 - 1e-9)).any():
         return None
     if progress is not None:
         progress.update(lb.size)
@@ -302,7 +339,7 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         rejected["does not fit in memory"] = int(lb.size - fit.size)
     score = objective_score(res, system, objective)
     order = np.argsort(score, kind="stable")
-    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size)
+    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep, step
 
 
 CHUNK = 262_144
