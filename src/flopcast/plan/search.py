@@ -68,9 +68,27 @@ def _pow2_upto(n: int) -> list[int]:
     return [2**i for i in range(int(math.log2(max(n, 1))) + 1)]
 
 
+def _prime_factors(n: int) -> dict[int, int]:
+    """{prime: exponent} of n >= 1 by trial division up to the square root of what is left, so a power of
+    two (a usual batch) takes a handful of steps; n is at most flopcast.limits' global batch (1e9)."""
+    out: dict[int, int] = {}
+    d = 2
+    while d * d <= n:
+        while n % d == 0:
+            out[d] = out.get(d, 0) + 1
+            n //= d
+        d += 1 if d == 2 else 2
+    if n > 1:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
 def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    """Every divisor of n, from its prime factorisation."""
+    divs = [1]
+    for p, k in _prime_factors(n).items():
+        divs = [d * p**e for d in divs for e in range(k + 1)]
+    return sorted(divs)
 
 
 def default_global_batches(model: Model, lo: int | None = None, hi: int | None = None) -> list[int]:
