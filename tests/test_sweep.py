@@ -9,6 +9,7 @@ import pytest
 from flopcast import api
 from flopcast.errors import FlopcastError
 from flopcast.model.system import Dtype
+from flopcast.plan import forecast
 from flopcast.plan.shared import SearchShare, speeds
 from flopcast.sweep import executors, hardware, spec, table
 
@@ -96,7 +97,7 @@ def test_shared_search_gives_the_full_search_answer():
     for over in ({}, {"memory_bandwidth": "2x"}, {"peak_flops.bf16": "0.5x", "memory": "0.5x"},
                  {"scale_out_bandwidth": "4x", "price_per_hour": "10 USD/h"}, {"memory": "0.01x"}):
         system = hardware.variant("p5.48xlarge", over)
-        a = api.train("llama3-8b", system, 16, tokens=1e12, shared=shared)
+        a = forecast.train("llama3-8b", system, 16, tokens=1e12, shared=shared)
         b = api.train("llama3-8b", system, 16, tokens=1e12)
         assert a.to_dict() == b.to_dict(), over
     assert shared.hits == 4 and shared.misses == 1 and shared.mismatches == 0
@@ -111,7 +112,7 @@ def test_bounds_from_faster_variants_skip_no_winner(objective):
     systems = sorted((hardware.variant("p5.48xlarge", g) for g in grid), key=lambda s: tuple(-x for x in speeds(s)))
     full = 0
     for system in systems:
-        a = api.train("llama3-8b", system, 64, tokens=1e12, shared=shared, objective=objective)
+        a = forecast.train("llama3-8b", system, 64, tokens=1e12, shared=shared, objective=objective)
         b = api.train("llama3-8b", system, 64, tokens=1e12, objective=objective)
         assert a.to_dict() == b.to_dict()
         full += b.search_summary["valid"]
