@@ -103,7 +103,7 @@ def test_shared_search_gives_the_full_search_answer():
     assert shared.hits == 4 and shared.misses == 1 and shared.mismatches == 0
 
 
-@pytest.mark.parametrize("objective", ["throughput", "cost"])
+@pytest.mark.parametrize("objective", ["throughput", "cost", "time_with_failures"])
 def test_bounds_from_faster_variants_skip_no_winner(objective):
     """Faster variants' step times bound the slower ones'; the pruned searches still pick the fresh search's layout."""
     shared = SearchShare()
@@ -206,3 +206,28 @@ def test_cli_writes_the_table_and_the_report(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_models_from_files_and_hugging_face_configs(tmp_path):
+    """Models resolve as `train` resolves them: a model file and a config.json, relative to the sweep file."""
+    from test_hf import LLAMA3_8B
+
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(LLAMA3_8B))
+    (tmp_path / "mine.yaml").write_text("base: llama3-8b\nlayers: 16\n")
+    f = _file(tmp_path, "models: [hf/config.json, mine.yaml, llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\n"
+                        "tokens: 1T\nlayout: {tp: 8, pp: 1, micro_batch: 1, global_batch: 64}\n")
+    rows = api.sweep(f, workers=1).rows
+    assert [r["status"] for r in rows] == ["ok"] * 3
+    assert rows[0]["step_time_s"] == pytest.approx(rows[2]["step_time_s"], rel=0.01)
+    assert rows[1]["step_time_s"] < 0.6 * rows[2]["step_time_s"]
+
+
+def test_time_with_failures_ranks_by_expected_time():
+    """The layout with the shortest expected time with failures: never longer than the fastest layout's."""
+    kw = dict(tokens=1e12, tp=1, pp=1)
+    best = forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures", **kw)
+    fast = forecast.train("llama3-8b", "p5.48xlarge", 64, **kw)
+    assert best.expected.expected_s <= fast.expected.expected_s
+    with pytest.raises(FlopcastError, match="needs a token budget"):
+        forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures")

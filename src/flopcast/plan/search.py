@@ -19,6 +19,7 @@ from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recomp
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
+from .objectives import objective_score, step_score
 from .shared import SearchShare, SharedLayouts
 
 
@@ -274,12 +275,15 @@ def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_i
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
-           software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None) -> SearchOutcome:
+           software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None,
+           tokens: float | None = None) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
 
     `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
     `software` is what the training stack can do (today's by default); `shared` (plan/shared.py) lets
-    searches of hardware variants reuse the candidates and their memory (the same answer, less work)."""
+    searches of hardware variants reuse the candidates and their memory (the same answer, less work); `tokens`
+    is the budget objective time_with_failures needs."""
+    failures = (model, tokens)
     key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
     hit = shared.get(key) if shared is not None else None
     if hit is None:
@@ -299,7 +303,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
         bound = shared.bound(key, system, cal)
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
-                                 software, bound)
+                                 software, bound, failures)
         if reused is not None:
             outcome, evaluated, steps = reused
             shared.add_bound(key, system, cal, evaluated, steps, bound, lb.size)
@@ -313,7 +317,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
-    score = objective_score(res, system, objective)
+    score = objective_score(res, system, objective, failures)
     idx = np.nonzero(fits)[0]
     order = idx[np.argsort(score[idx], kind="stable")]
     return SearchOutcome(lb, res, order, considered, rejected)
@@ -322,14 +326,8 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
 PRUNE_PROBE = 256  # layouts evaluated first, those with the lowest lower bound, to find an incumbent
 
 
-def _step_score(step, lb: LayoutBatch, index, model: Model, system: System, objective: str):
-    """The objective's score of layouts lb[index] with the given step times (the formula objective_score applies)."""
-    tokens = lb.global_batch[index].astype(float) * model.seq_len
-    chips = (lb.tp[index] * lb.pp[index] * lb.dp[index] * lb.cp[index]).astype(float)
-    return objective_score({"tokens_per_s": tokens / step, "chips": chips}, system, objective)
-
-
-def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software, bound):
+def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software, bound,
+                    failures=None):
     """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
     does, the smallest footprint is shown, which needs every layout), and of those, where a lower bound of each
     layout's step time is known (from a variant at least as fast in every respect: more bandwidth or FLOP/s is
@@ -339,10 +337,10 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
     fit = np.nonzero(memory <= system.chip.memory)[0]
     keep = fit
     if bound is not None:
-        lower = _step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective)
+        lower = step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective, failures)
         probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
         probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
-        incumbent = float(np.min(objective_score(probe_res, system, objective)))
+        incumbent = float(np.min(objective_score(probe_res, system, objective, failures)))
         keep = fit[lower <= incumbent * (1 + 1e-9)]
     sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
@@ -355,7 +353,7 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         progress.update(lb.size)
     if fit.size < lb.size:
         rejected["does not fit in memory"] = int(lb.size - fit.size)
-    score = objective_score(res, system, objective)
+    score = objective_score(res, system, objective, failures)
     order = np.argsort(score, kind="stable")
     return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep, step
 
@@ -397,20 +395,3 @@ def _fill(out: dict, piece: dict, start: int, stop: int) -> None:
                 out[k][kk][start:stop] = vv
         else:
             out[k][start:stop] = v
-
-
-def objective_score(res: dict, system: System, objective: str):
-    """Lower is better: seconds per token (throughput), dollars per token (cost), joules per token (energy)."""
-    per_token = 1.0 / res["tokens_per_s"]
-    if objective == "throughput":
-        return per_token
-    if objective == "cost":
-        price = system.price_per_chip_hour
-        if price is None:
-            raise FlopcastError(f"{system.id} has no known price; use --objective throughput or a system with a price")
-        return per_token * res["chips"] * price
-    if objective == "energy":
-        if system.chip.power is None:
-            raise FlopcastError(f"{system.chip.id} has no published power; use --objective throughput")
-        return per_token * res["chips"] * system.chip.power
-    raise FlopcastError(f"unknown objective {objective!r}; valid: throughput, cost, energy")

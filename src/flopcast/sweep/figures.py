@@ -1,9 +1,11 @@
-"""What architects read from a sweep: sensitivity (elasticity of step time to each swept hardware number),
+"""What architects read from a sweep: sensitivity (elasticity of training time to each swept hardware number),
 heatmaps of time over two swept numbers, and the time/cost Pareto front per model; as one HTML page.
 
 Elasticity is d ln t / d ln x between neighbouring swept values of one knob x with everything else of
-the scenario the same (its best layout found anew at each point): -1 means the step time falls in
-proportion (the knob is the bottleneck), 0 that the knob does not matter there. Nothing here recomputes
+the scenario the same (its best layout found anew at each point), t the time per trained token (the
+step time over the tokens of a step: the best layouts of two points may differ in global batch, so
+their step times alone do not compare): -1 means the time falls in proportion (the knob is the
+bottleneck), 0 that the knob does not matter there. Nothing here recomputes
 a forecast; every number is read from the rows.
 """
 
@@ -47,7 +49,7 @@ def elasticities(rows, knob: str) -> list:
     for r in _ok(rows):
         x = r.get(f"{knob}_si")
         if x:
-            groups.setdefault(_context(r, (knob,)), []).append((x, r["step_time_s"], r["model"]))
+            groups.setdefault(_context(r, (knob,)), []).append((x, 1.0 / r["tokens_per_s"], r["model"]))
     out = []
     for pts in groups.values():
         pts.sort()
@@ -86,12 +88,13 @@ def sensitivity_figure(rows) -> Chart | None:
     ax.set_yticklabels(ks, fontsize=8)
     ax.axvline(0, color="#333333", lw=0.8)
     ax.axvline(-1, color="#999999", lw=0.8, ls="--")
-    ax.set_xlabel("elasticity of step time, d ln t / d ln x (median over the swept pairs)")
+    ax.set_xlabel("elasticity of time per token, d ln t / d ln x (median over the swept pairs)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, axis="x")
-    cap = ("-1 (dashed): step time falls in proportion to the knob (the bottleneck); 0: the knob does not matter. "
-           "Each pair of neighbouring swept values with everything else equal, the best layout found anew at each.")
-    return Chart("sweep-sensitivity", "Sensitivity of step time to each swept hardware number", fig, cap)
+    cap = ("t is the time per trained token (step time / tokens per step). -1 (dashed): t falls in proportion to the "
+           "knob (the bottleneck); 0: the knob does not matter. Each pair of neighbouring swept values with "
+           "everything else equal, the best layout found anew at each.")
+    return Chart("sweep-sensitivity", "Sensitivity of training time to each swept hardware number", fig, cap)
 
 
 def _metric(rows) -> tuple[str, str, callable]:

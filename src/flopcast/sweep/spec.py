@@ -8,7 +8,7 @@
     what_if:                                # hardware variants: the product of the lists
       memory_bandwidth: [1x, 1.5x, 2x]
       peak_flops.bf16: [667 TFLOP/s, 1.3 PFLOP/s]
-    objective: throughput                   # or a list: throughput, cost, energy
+    objective: throughput                   # or a list: throughput, cost, energy, time_with_failures
 
 Every scenario is the product of one value of each list. The schema and every field's
 meaning are in docs/sweep.md.
@@ -32,7 +32,6 @@ from ..units import parse_count
 from . import hardware
 
 MAX_SCENARIOS = 1_000_000  # a bound on the grid a file may declare (the product of its lists)
-OBJECTIVES = ("throughput", "cost", "energy")
 
 
 class Range(BaseModel):
@@ -72,6 +71,7 @@ class Range(BaseModel):
 
 
 Scalar = Union[int, float, str]
+Objective = Literal["throughput", "cost", "energy", "time_with_failures"]
 Values = Union[Range, list[Scalar], Scalar]
 
 
@@ -88,8 +88,7 @@ class SweepFile(BaseModel):
     seq_len: list[int] | int | None = None
     layout: Union[dict[str, Any], list[dict[str, Any]]] = Field(default_factory=dict)
     what_if: dict[str, Values] = Field(default_factory=dict)
-    objective: Union[Literal["throughput", "cost", "energy"], list[Literal["throughput", "cost", "energy"]]] = \
-        "throughput"
+    objective: Union[Objective, list[Objective]] = "throughput"
     serving: Any = None
 
     @field_validator("models", "systems", mode="before")
