@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..catalog import files
 from ..errors import FlopcastError
 from ..model.strategy import LAYOUT_FIELDS
 from ..units import parse_count
@@ -170,14 +170,15 @@ def read(path) -> Sweep:
     p = Path(path).expanduser()
     if p.suffix.lower() not in (".yaml", ".yml"):
         raise FlopcastError(f"sweep file {path}: must be a YAML file (.yaml or .yml)")
+    if not p.exists():
+        raise FlopcastError(f"sweep file {path} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise FlopcastError(f"sweep file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise FlopcastError(" ".join(f"cannot read sweep file {path}: {exc}".split())) from None
-    if not isinstance(data, dict):
-        raise FlopcastError(f"sweep file {path}: must hold a mapping of fields (models, systems, chips, ...)")
+        data = files.read_file(p)  # the catalog's reader of user files: bounded size, nesting and aliases
+    except FlopcastError as exc:
+        if "must hold a mapping" in str(exc):
+            raise FlopcastError(f"sweep file {path}: must hold a mapping of fields (models, systems, chips, ...)") \
+                from None
+        raise FlopcastError(f"sweep file: {exc}") from None
     try:
         spec = SweepFile.model_validate(data)
         return expand(spec, str(p), base=p.parent)
@@ -227,7 +228,7 @@ def _path(ref: str, base: Path) -> str:
 
 def expand(spec: SweepFile, path: str, base: Path = Path(".")) -> Sweep:
     chips = [_count(c, "chips") for c in _values(spec.chips, "chips")]
-    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens")]
+    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens", _tokens)]
     seqs = [None if s is None else _count(s, "seq_len") for s in _values(spec.seq_len, "seq_len")]
     pin_sets = spec.layout if isinstance(spec.layout, list) else [spec.layout]
     pins = [tuple(sorted(p.items())) for p in pin_sets] or [()]
