@@ -16,7 +16,8 @@ import statistics
 
 from ..report.html import Report
 from ..report.plots import CYCLE, Chart, matplotlib_figure
-from ..units import DAY
+from ..units import DAY, fmt
+from .hardware import KNOBS
 
 MAX_PANELS = 6
 
@@ -104,8 +105,8 @@ def _metric(rows) -> tuple[str, str, callable]:
 
 
 def heatmap_figures(rows) -> list:
-    """One heatmap per (model, system) of time over the two knobs with the most values, at the largest chip
-    count, every other knob at its first value."""
+    """Per (model, system), heatmaps of time (and of cost where every cell has a price) over the two knobs with
+    the most values, at the largest chip count, every other knob at its first value."""
     ok = _ok(rows)
     ks = sorted(knobs(ok), key=lambda k: -len({r[f"what_if.{k}"] for r in ok}))[:2]
     if len(ks) < 2:
@@ -120,36 +121,50 @@ def heatmap_figures(rows) -> list:
             continue
         chips = max(r["chips"] for r in sel)
         sel = [r for r in sel if r["chips"] == chips]
-        out.append(_heatmap(sel, kx, ky, f"{model} on {system}, {chips:,} chips"))
+        title = f"{model} on {system}, {chips:,} chips"
+        out.append(_heatmap(sel, kx, ky, title, *_metric(sel)[1:]))
+        if all(r.get("cost_usd") is not None for r in sel):
+            out.append(_heatmap(sel, kx, ky, title, "cost to train (USD)", lambda r: r["cost_usd"], "cost"))
     return [c for c in out if c is not None]
 
 
-def _heatmap(rows, kx, ky, title) -> Chart | None:
+def _heatmap(rows, kx, ky, title, label, value, what: str = "time") -> Chart | None:
     xs = sorted({r[f"{kx}_si"] for r in rows})
     ys = sorted({r[f"{ky}_si"] for r in rows})
     if len(xs) < 2 or len(ys) < 2:
         return None
-    _, label, value = _metric(rows)
     grid = [[math.nan] * len(xs) for _ in ys]
     for r in rows:
         grid[ys.index(r[f"{ky}_si"])][xs.index(r[f"{kx}_si"])] = value(r)
     fig = matplotlib_figure((6.5, 4.2))
     ax = fig.subplots()
     im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis_r")
+    finite = [v for row in grid for v in row if v == v]
+    mid = (min(finite) + max(finite)) / 2 if finite else 0.0
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
-            if v == v:
-                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="white")
+            if v == v:  # light cells (short times, viridis reversed) get dark text
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7,
+                        color="black" if v < mid else "white")
     ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels([f"{x:.3g}" for x in xs], fontsize=8, rotation=30)
+    ax.set_xticklabels([_tick(kx, x) for x in xs], fontsize=8, rotation=30)
     ax.set_yticks(range(len(ys)))
-    ax.set_yticklabels([f"{y:.3g}" for y in ys], fontsize=8)
-    ax.set_xlabel(f"{kx} (SI)")
-    ax.set_ylabel(f"{ky} (SI)")
+    ax.set_yticklabels([_tick(ky, y) for y in ys], fontsize=8)
+    ax.set_xlabel(kx)
+    ax.set_ylabel(ky)
     fig.colorbar(im, ax=ax, label=label)
-    name = "sweep-heatmap-" + title.split(",")[0]
+    name = f"sweep-heatmap-{what}-" + title.split(",")[0]
     return Chart(name, f"{label.capitalize()}: {title}", fig, "Each cell is one scenario with its best layout; "
                  "blank cells had no layout that fits or failed.")
+
+
+def _tick(knob: str, value: float) -> str:
+    unit = KNOBS[knob].unit
+    if not unit:
+        return f"{value:,.0f}"
+    if unit in ("s", "USD/h"):
+        return f"{value:.3g} {unit}"
+    return fmt(value, unit)
 
 
 def pareto_front(points: list) -> list:
@@ -200,7 +215,8 @@ def report(run) -> Report:
             header=header if body else (), rows=body, figures=[fig] if fig else [])
     heat = heatmap_figures(rows)
     if heat:
-        rep.add("Heatmaps", "Time over the two knobs swept over the most values.", figures=heat)
+        rep.add("Heatmaps", "Time (and cost, where the system has a price) over the two knobs swept over the most "
+                "values.", figures=heat)
     front = pareto_figure(rows)
     if front:
         rep.add("Pareto front per model", figures=[front])
