@@ -188,8 +188,10 @@ def training_report(rows, summary) -> str:
                f"bias (mean signed error) {fmtp(s['bias_pct'])}")
     out.append("five worst: " + ", ".join(f"run {w['run_id']} ({_clip(w['model'], 24)}, {w['hardware']}) "
                                           f"{w['error_pct']:+.0f}%" for w in s["worst"]))
-    for title, key in (("by source", "by_source"), ("by chip", "by_hardware")):
-        out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
+    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("by family", "by_family"),
+                       ("dense / MoE", "by_architecture")):
+        out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} bias {fmtp(v['bias_pct'])} (n={v['n']})"
+                                            for k, v in s.get(key, {}).items()))
     skipped = [r for r in rows if r.status == "skipped"]
     for r in skipped:
         out.append(f"skipped run {r.run_id}: {r.reason}")
@@ -206,12 +208,18 @@ def training_report(rows, summary) -> str:
 def validate(file, as_json, out, cross_validate):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
+    FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
+    inference_runs, more_inference_runs.
+
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
-    schema = _schema(file)
+    files = vt.resolve_files(file)  # a path, or a shipped file's short name (`training`: the union)
+    schema = _schema(str(files[0]))
     if out:
-        _prepare_out(out, file)
+        for f in files:
+            _prepare_out(out, str(f))
     if schema == "serving":
+        file = str(files[0])
         from .validate.inference import cross_validate_inference, validate_inference
 
         result = cross_validate_inference(file) if cross_validate else validate_inference(file)
@@ -222,15 +230,15 @@ def validate(file, as_json, out, cross_validate):
     if cross_validate:
         from .validate import calibrate as cb
 
-        n_src = len({c.source for c in vt.load_cases(file)[0]})
+        n_src = len({c.source for c in vt.load_cases(files)[0]})
         with _progress(n_src, "refitting without each source") as bar:
-            res = cb.cross_validate(file, progress=bar.update)
+            res = cb.cross_validate(files, progress=bar.update)
         rows, summary = res["rows"], res["summary"]
         summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it",
                    "fold_parameters": res["folds"]}
     else:
         cal = catalog.calibration()
-        rows = vt.run_validation(file, cal)
+        rows = vt.run_validation(files, cal)
         summary = vt.summarize(rows)
     if out:
         _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in rows], "row")
@@ -248,9 +256,12 @@ def calibrate(file, output):
     """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
     from .validate import calibrate as cb
 
-    serving = _is_serving(file)
+    files = vt.resolve_files(file)
+    serving = _is_serving(str(files[0]))
     if output:
-        _prepare_out(output, file)
+        for f in files:
+            _prepare_out(output, str(f))
+    file = str(files[0]) if serving else file
     if serving:
         from .validate.inference import fit_inference
 
@@ -260,10 +271,10 @@ def calibrate(file, output):
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
         click.echo(_json(info))
         return
-    cases, skipped = vt.load_cases(file)
+    cases, skipped = vt.load_cases(files)
     with _progress(2, "fitting (2 rounds)") as bar:
         cal, info = cb.fit(cases, progress=bar.update)
-    prov = cb.provenance(file, cases, info)
+    prov = cb.provenance(files, cases, info)
     target = Path(output) if output else catalog.DATA / "calibration.yaml"
     try:
         cb.write(cal, prov, target)

@@ -14,6 +14,7 @@ rounds). Nothing is tuned per row or per source.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import datetime as dt
 import os
 from dataclasses import dataclass, fields
@@ -175,19 +176,40 @@ def _problem(params: list[_Param], fold_params: list[_Param], rows, start: np.nd
         lo=np.log([max(p.lo, 1e-9) for p in params]), hi=np.log([p.hi for p in params]))
 
 
-def _solve(params, problems, cases, layouts, progress=None) -> list[lockstep.Solution]:
+def _chunk_residuals(args) -> np.ndarray:
+    """One worker's rows of _log_ratio_columns (top-level, so a process pool can run it)."""
+    return _log_ratio_columns(*args)
+
+
+@contextlib.contextmanager
+def _row_evaluator(params, cases, layouts, workers: int | None):
+    """A function (theta, active) -> log-ratio residuals (N, K) that spreads the rows over a process pool:
+    every pass of the solver evaluates all rows, so splitting the rows (not the folds) divides each pass."""
+    n = max(1, min(workers or os.cpu_count() or 1, len(cases)))
+    if n == 1:
+        yield lambda theta, active: _log_ratio_columns(params, cases, layouts, theta, active)
+        return
+    chunks = [np.arange(i, len(cases), n) for i in range(n)]  # interleaved: rows of one source spread out
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n) as pool:
+        def run(theta, active):
+            jobs = [(params, [cases[i] for i in ch], [layouts[i] for i in ch], theta, active) for ch in chunks]
+            out = np.empty((len(cases), theta.shape[1]))
+            for ch, part in zip(chunks, pool.map(_chunk_residuals, jobs)):
+                out[ch] = part
+            return out
+        yield run
+
+
+def _solve(params, problems, cases, layouts, progress=None, workers: int | None = None) -> list[lockstep.Solution]:
     """Solve the problems together: each pass evaluates every row once for all their columns."""
     freed = np.zeros((len(problems), len(params)), dtype=bool)
     for i, p in enumerate(problems):
         freed[i, p.free] = True
-
-    def residuals(theta, owners):
-        return _log_ratio_columns(params, cases, layouts, theta, freed[owners].T)
-
-    return lockstep.solve(problems, residuals, progress)
+    with _row_evaluator(params, cases, layouts, workers) as evaluate:
+        return lockstep.solve(problems, lambda theta, owners: evaluate(theta, freed[owners].T), progress)
 
 
-def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibration, dict]:
+def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | None = None) -> tuple[Calibration, dict]:
     """Fit the parameters on cases with a measurement. Returns (calibration, fit info)."""
     cases = [c for c in cases if c.measured]
     if not cases:
@@ -197,8 +219,8 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibrati
     cal = _calibration(params, x)
     used: list[vt.Case] = []
     for _ in range(rounds):
-        used, layouts = _layouts(cases, cal)
-        sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts)[0]
+        used, layouts = _layouts(cases, cal, workers)
+        sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts, workers=workers)[0]
         x = np.exp(sol.u)
         cal = _calibration(params, x)
         if progress:
@@ -208,15 +230,26 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibrati
     return cal, info
 
 
-def _layouts(cases, cal) -> tuple[list[vt.Case], list]:
+def parallel_map(fn, items, workers: int | None = None) -> list:
+    """[fn(x) for x in items] on a process pool of `workers` processes (the CPU count by default; 1: here)."""
+    items = list(items)
+    n = max(1, min(workers or os.cpu_count() or 1, len(items)))
+    if n == 1:
+        return [fn(x) for x in items]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(fn, items, chunksize=max(1, len(items) // (4 * n))))
+
+
+def _search(args):
+    case, cal = args
+    return vt.best_layout(case, cal)[0]
+
+
+def _layouts(cases, cal, workers: int | None = None) -> tuple[list[vt.Case], list]:
     """The cases whose search found a layout with calibration cal, and those layouts."""
-    used, layouts = [], []
-    for c in cases:
-        lay, _ = vt.best_layout(c, cal)
-        if lay is not None:
-            used.append(c)
-            layouts.append(lay)
-    return used, layouts
+    found = parallel_map(_search, [(c, cal) for c in cases], workers)
+    used = [(c, lay) for c, lay in zip(cases, found) if lay is not None]
+    return [c for c, _ in used], [lay for _, lay in used]
 
 
 def provenance(path, cases, info) -> dict:
@@ -227,7 +260,7 @@ def provenance(path, cases, info) -> dict:
             per_chip[c.system.chip.id] = per_chip.get(c.system.chip.id, 0) + 1
             per_family.setdefault(c.system.chip.family, set()).add(c.system.chip.id)
     return {
-        "data_file": Path(path).name,
+        "data_file": " + ".join(Path(p).name for p in (path if isinstance(path, (list, tuple)) else [path])),
         "rows": info["rows_used"],
         "n_rows": info["n_rows"],
         "date": dt.date.today().isoformat(),
@@ -255,27 +288,6 @@ def write(cal: Calibration, prov: dict, out: Path) -> None:
     out.write_text(header + yaml.safe_dump(calibration_dict(cal, prov), sort_keys=False))
 
 
-def _solve_group(args) -> list[lockstep.Solution]:
-    """One worker's share of the folds (a top-level function, so a process pool can run it)."""
-    params, problems, cases, layouts = args
-    return _solve(params, problems, cases, layouts)
-
-
-def _solve_folds(params, problems, cases, layouts, workers: int | None = None) -> list[lockstep.Solution]:
-    """The folds split over a process pool (one lockstep group per worker), in the problems' order."""
-    workers = max(1, min(workers or os.cpu_count() or 1, len(problems)))
-    if workers == 1:
-        return _solve(params, problems, cases, layouts)
-    groups = [list(range(i, len(problems), workers)) for i in range(workers)]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        parts = list(pool.map(_solve_group, [(params, [problems[i] for i in g], cases, layouts) for g in groups]))
-    out: list = [None] * len(problems)
-    for g, sols in zip(groups, parts):
-        for i, sol in zip(g, sols):
-            out[i] = sol
-    return out
-
-
 def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     """Leave-one-source-out fits, all solved together: {source: (calibration, info)}.
 
@@ -284,14 +296,14 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     those layouts do not depend on the data, so they are searched once for all folds."""
     cases = [c for c in cases if c.measured]
     params = _parameters(cases)
-    used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])))
+    used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])), workers)
     sources = sorted({c.source for c in cases})
     problems, fold_params = [], []
     for src in sources:
         train = [i for i, c in enumerate(used) if c.source != src]
         fold_params.append(_parameters([used[i] for i in train]) if train else [])
         problems.append(_problem(params, fold_params[-1], train))
-    sols = _solve_folds(params, problems, used, layouts, workers)
+    sols = _solve(params, problems, used, layouts, workers=workers)
     out = {}
     for src, fp, prob, sol in zip(sources, fold_params, problems, sols):
         cal = _calibration(fp, np.exp(sol.u[prob.free])) if fp else Calibration()
@@ -301,25 +313,27 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     return out
 
 
+def _held_out(args) -> vt.RowResult:
+    """One row predicted by the fold that left its source out."""
+    c, cal = args
+    lay, why = vt.best_layout(c, cal)
+    if lay is None:
+        return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
+                            measured=c.measured)
+    return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why, lay.as_dict(),
+                        c.chosen, vt.predict(c, lay, cal), c.measured, moe=bool(c.model.moe))
+
+
 def cross_validate(path, progress=None, workers: int | None = None) -> dict:
     """Leave-one-source-out: refit without each source, predict it. The honest error on unseen runs."""
     cases, skipped = vt.load_cases(path)
     cases = [c for c in cases if c.measured]
     fits = fold_fits(cases, workers)
-    rows, folds = [], {}
-    for src in sorted({c.source for c in cases}):
-        cal, _ = fits[src]
-        folds[src] = {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
-        for c in (c for c in cases if c.source == src):
-            lay, why = vt.best_layout(c, cal)
-            if lay is None:
-                rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
-                                         measured=c.measured))
-                continue
-            rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why,
-                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured))
-        if progress:
-            progress(1)
+    folds = {src: {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
+             for src, (cal, _) in fits.items()}
+    rows = parallel_map(_held_out, [(c, fits[c.source][0]) for c in cases], workers)
+    if progress:
+        progress(len(fits))
     rows.extend(vt.skipped_rows(skipped))
     # the parameters each fold fitted: a parameter that moves far when one source is left out is identified
     # by that source alone (a missing structural term, or one parameter standing for two effects)

@@ -333,11 +333,47 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)), software)
 
 
+# The measured runs the repository ships (validation/), by short name; `training` is the union of the training files.
+VALIDATION_DIR = Path(__file__).resolve().parents[3] / "validation"
+SHIPPED = {
+    "calibration_runs": ("calibration_runs.csv",),
+    "more_training_runs": ("more_training_runs.csv",),
+    "training": ("calibration_runs.csv", "more_training_runs.csv"),
+    "inference_runs": ("inference_runs.csv",),
+    "more_inference_runs": ("more_inference_runs.csv",),
+}
+
+
+def resolve_files(name) -> list[Path]:
+    """The CSV file(s) a validate/calibrate argument names: a path, or a short name of a shipped file (SHIPPED)."""
+    p = Path(name)
+    if p.exists() or str(name) not in SHIPPED:
+        return [p]
+    files = [VALIDATION_DIR / f for f in SHIPPED[str(name)]]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise FlopcastError(f"{name} names the shipped file(s) {', '.join(missing)}, which this installation lacks; "
+                            "pass a CSV path instead")
+    return files
+
+
+def _read_all(path) -> list[dict]:
+    """The rows of one CSV, or of several (a list, or a short name from SHIPPED), checked against the schema."""
+    paths = list(path) if isinstance(path, (list, tuple)) else resolve_files(path)
+    out = []
+    for p in paths:
+        header, rows = read_table(p)
+        check_columns(header, p)
+        require_rows(rows, p)
+        out.extend(rows)
+    return out
+
+
 def load_cases(path) -> tuple[list[Case], list[Skipped]]:
-    """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip)."""
-    header, rows = read_table(path)
-    check_columns(header, path)
-    require_rows(rows, path)
+    """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip).
+
+    path: a CSV, a list of CSVs read as one table, or a short name of a shipped file (resolve_files)."""
+    rows = _read_all(path)
     cases, skipped = [], []
     for row in rows:
         try:
@@ -390,6 +426,7 @@ class RowResult:
     chosen: tuple = ()
     predicted: float | None = None
     measured: float | None = None
+    moe: bool = False
 
     @property
     def error_pct(self) -> float | None:
@@ -403,6 +440,7 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
+            "family": family_of(self.hardware), "architecture": "moe" if self.moe else "dense",
         }
 
 
@@ -416,7 +454,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured))
+                                 predict(c, lay, cal), c.measured, moe=bool(c.model.moe)))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)
@@ -436,8 +474,10 @@ def summarize(rows: list[RowResult]) -> dict:
         return {"n": len(e), "mape_pct": float(np.mean(np.abs(e))) if e else None,
                 "bias_pct": float(np.mean(e)) if e else None}
 
-    by_source, by_hw = {}, {}
-    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw)):
+    by_source, by_hw, by_family, by_arch = {}, {}, {}, {}
+    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw),
+                        (lambda r: family_of(r.hardware), by_family),
+                        (lambda r: "moe" if r.moe else "dense", by_arch)):
         for k in sorted({key(r) for r in ok}):
             target[k] = stats([r for r in ok if key(r) == k])
     worst = sorted(ok, key=lambda r: -abs(r.error_pct))[:5]
@@ -450,4 +490,14 @@ def summarize(rows: list[RowResult]) -> dict:
         "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
         "by_source": by_source,
         "by_hardware": by_hw,
+        "by_family": by_family,
+        "by_architecture": by_arch,
     }
+
+
+def family_of(chip_id: str) -> str:
+    """The catalog family of a chip id ("" for an id the catalog does not know)."""
+    try:
+        return catalog.load_chip(chip_id).family
+    except (FlopcastError, KeyError, ValueError):
+        return ""
