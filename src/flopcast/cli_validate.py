@@ -192,6 +192,9 @@ def training_report(rows, summary) -> str:
                        ("dense / MoE", "by_architecture")):
         out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} bias {fmtp(v['bias_pct'])} (n={v['n']})"
                                             for k, v in s.get(key, {}).items()))
+    for r in rows:
+        if r.assumed:
+            out.append(f"run {r.run_id} assumed: {'; '.join(r.assumed)}")
     skipped = [r for r in rows if r.status == "skipped"]
     for r in skipped:
         out.append(f"skipped run {r.run_id}: {r.reason}")

@@ -29,9 +29,10 @@ from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..plan import search as search_mod
 from ..simulate import training
+from . import measured
 
 REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
-            "global_batch", "dtype", "measured_tokens_per_s_per_chip")
+            "global_batch", "dtype")
 LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 MEASURED = "measured_tokens_per_s_per_chip"
 
@@ -45,23 +46,40 @@ SOFTWARE_CUTOFF = dt.date(2022, 5, 10)
 # released 24 October 2024 (release notes, "Uneven pipeline parallelism"). Before it, layers were split evenly.
 UNEVEN_PIPELINE_SINCE = dt.date(2024, 10, 24)
 EVEN_PIPELINE_SOFTWARE = replace(MODERN_SOFTWARE, uneven_pipeline_split=False)
+# FP8 training: the FP8 formats were published on 12 September 2022 (Micikevicius et al., "FP8 Formats for Deep
+# Learning", arXiv:2209.05433) with Transformer Engine 0.1.0 (beta) for H100. A blank dtype of a run whose source
+# is dated before it is searched in 16-bit formats only.
+FP8_TRAINING_SINCE = dt.date(2022, 9, 12)
 # A year, optionally -MM and -DD, not inside a longer number or a hexadecimal commit hash.
 _DATE = re.compile(r"(?<![0-9a-fA-F])(19\d\d|20\d\d)(?:-(\d\d))?(?:-(\d\d))?(?![0-9])")
 
 
+# The date a locator states for its source, as more_training_runs.csv writes it: "[source date: 2023-06 ...]".
+_SOURCE_DATE = re.compile(r"\[source date:([^\]]*)\]", re.IGNORECASE)
+
+
+def _first_date(text: str) -> dt.date | None:
+    m = _DATE.search(text or "")
+    if not m:
+        return None
+    y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    try:
+        return dt.date(y, mo, d)
+    except ValueError:
+        return dt.date(y, 1, 1)
+
+
 def source_date(row: dict) -> dt.date | None:
-    """The date a row's source states: the first date in its source id, else in its locator.
+    """The date a row's source states: its `date` column, else the locator's `[source date: ...]`, else the first
+    date in its source id, else in its locator.
 
     A bare year or year-month is taken at its first day: the software a source describes is no newer
-    than the source, and a run precedes its write-up. None when neither cell holds a date."""
-    for cell in ("source", "source_locator"):
-        m = _DATE.search(row.get(cell) or "")
-        if m:
-            y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
-            try:
-                return dt.date(y, mo, d)
-            except ValueError:
-                return dt.date(y, 1, 1)
+    than the source, and a run precedes its write-up. None when no cell holds a date."""
+    stated = _SOURCE_DATE.search(row.get("source_locator") or "")
+    for text in (row.get("date"), stated.group(1) if stated else "", row.get("source"), row.get("source_locator")):
+        d = _first_date(text or "")
+        if d is not None:
+            return d
     return None
 
 
@@ -88,6 +106,7 @@ class Case:
     chosen: tuple  # layout fields the row left blank
     measured: float | None
     software: Software = MODERN_SOFTWARE
+    assumed: tuple = ()  # sentences: what flopcast filled in for cells the row left blank
 
 
 @dataclass(frozen=True)
@@ -143,9 +162,12 @@ def require_rows(rows, path) -> None:
 
 def check_columns(header, path, required=REQUIRED):
     missing = [c for c in required if c not in header]
+    if not any(k in header for k in measured.KINDS):
+        missing.append(MEASURED)
     if missing:
         raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the training schema needs "
-                            f"{', '.join(required)} (see validation/README.md)")
+                            f"{', '.join(required)} and a measured figure ({', '.join(measured.KINDS)}; "
+                            "see validation/README.md)")
 
 
 def _int(v):
@@ -194,7 +216,7 @@ def _safe_float(v) -> float | None:
 COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
                                 "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
 COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
-TEXT_REQUIRED = ("model", "hardware", "dtype")
+TEXT_REQUIRED = ("model", "hardware")
 
 
 def check_row(row: dict) -> float:
@@ -210,11 +232,13 @@ def check_row(row: dict) -> float:
     for col, least in COUNT_COLUMNS.items():
         parse_number(col, row.get(col), whole=True, minimum=least)
     parse_number("params_b", row.get("params_b"))
-    m = parse_number(MEASURED, row.get(MEASURED))
-    if m is None:
-        raise FlopcastError(f"{MEASURED} is blank: nothing to compare with")
-    if m <= 0:
-        raise FlopcastError(f"{MEASURED} must be positive, got {row[MEASURED].strip()}")
+    kind = measured.stated_kind(row)
+    if kind is None:
+        raise FlopcastError(f"{MEASURED} is blank (and no other measured figure is given: "
+                            f"{', '.join(measured.KINDS[1:])}): nothing to compare with")
+    m = parse_number(kind, (row.get(kind) or "").strip().rstrip("%") if kind == measured.MFU else row.get(kind))
+    if m is not None and m <= 0:
+        raise FlopcastError(f"{kind} must be positive, got {row[kind].strip()}")
     return m
 
 
@@ -235,7 +259,44 @@ def _catalog_model(row: dict) -> Model | None:
     return None
 
 
+# Architecture cells a row may leave blank, and what a model of no catalog relative takes: multi-head attention
+# (the row states no grouping); a GeLU MLP of 4h (Vaswani et al. 2017, sec. 3.3) or a SwiGLU MLP of 8h/3 rounded up
+# to a multiple of 256 (LLaMA, Touvron et al. 2023, sec. 2.2 and its released code's multiple_of); the LLaMA
+# tokenizer's 32,000 entries (Touvron et al. 2023, sec. 2.1), the most common vocabulary of the published runs.
+DEFAULT_VOCAB = 32000
+DEFAULT_SEQ_LEN = 2048  # GPT-3's context (Brown et al. 2020, sec. 2.1), the catalog's default
+
+
+def _default_ffn(hidden: int, mlp: str) -> int:
+    if mlp == "swiglu":
+        return 256 * math.ceil(8 * hidden / 3 / 256)
+    return 4 * hidden
+
+
+def _relative(d: dict) -> Model | None:
+    """The catalog model with the row's hidden width and heads (and MLP kind, if stated) whose layer count is
+    closest: its vocabulary, kv heads and FFN are the best guess for a model that shares its dimensions."""
+    best = None
+    for key in sorted(catalog.raw("model")):
+        try:
+            m = catalog.load_model(key)
+        except FlopcastError:
+            continue
+        if (m.hidden, m.heads) != (d["hidden"], d["heads"]) or bool(m.moe) != ("moe" in d):
+            continue
+        if "mlp" in d and m.mlp.value != d["mlp"]:
+            continue
+        if best is None or abs(m.layers - d["layers"]) < abs(best.layers - d["layers"]):
+            best = m
+    return best
+
+
 def model_of(row: dict) -> Model:
+    return model_and_assumptions(row)[0]
+
+
+def model_and_assumptions(row: dict) -> tuple[Model, tuple[str, ...]]:
+    """The row's model, and a sentence for each architecture cell it did not state and flopcast filled."""
     base = _catalog_model(row)
     d = {}
     for key in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len"):
@@ -248,16 +309,29 @@ def model_of(row: dict) -> Model:
     if e:
         d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
     if base is not None:
-        m = base
         upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
         if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
             upd.pop("ffn_hidden")
-        return replace(m, **upd)
-    missing = [k for k in ("vocab",) if k not in d]
-    if missing:
-        raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(missing)}")
-    d.setdefault("kv_heads", d["heads"])
-    return catalog.model_from_dict(row["model"], d)
+        blank = [k for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len") if k not in d]
+        said = (f"{', '.join(blank)} from the catalog's {base.id}",) if blank else ()
+        return replace(base, **upd), said
+    lacking = [k for k in ("layers", "hidden", "heads") if k not in d]
+    if lacking:
+        raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(lacking)}; "
+                            "state them or use a catalog model name (flopcast list models)")
+    said = []
+    rel = _relative(d)
+    for key, default in (("kv_heads", d["heads"]), ("ffn_hidden", _default_ffn(d["hidden"], d.get("mlp", "gelu"))),
+                         ("vocab", DEFAULT_VOCAB), ("seq_len", DEFAULT_SEQ_LEN)):
+        if key in d or (key == "ffn_hidden" and "moe" in d):
+            continue
+        if rel is not None:
+            d[key] = getattr(rel, key)
+            said.append(f"{key} {d[key]} from the catalog's {rel.id} (same hidden and heads)")
+        else:
+            d[key] = default
+            said.append(f"{key} {default} (default: no catalog model has hidden {d['hidden']} and {d['heads']} heads)")
+    return catalog.model_from_dict(row["model"], d), tuple(said)
 
 
 # A node's scale-out network as a source states it, e.g. "A100 80GB (1600 Gbps RoCE) section": the
@@ -277,14 +351,32 @@ def stated_network(row: dict, system: System) -> System:
                    name=f"{system.name}, scale-out {m.group(0)} per node as the source states")
 
 
+def dtypes_of(row: dict, system: System) -> tuple:
+    """The row's dtype, or when blank the formats a tuned run could have trained in: BF16, and FP8 where the
+    chip's FP8 peak exceeds its BF16 peak (FP8 units) and the source is not dated before FP8 training existed."""
+    text = (row.get("dtype") or "").strip()
+    if text:
+        return (Dtype.parse(text),)
+    chip = system.chip
+    out = [Dtype.BF16]
+    d = source_date(row)
+    if chip.peak_flops.get(Dtype.FP8, 0) > chip.peak_flops.get(Dtype.BF16, 0) and (d is None or d >= FP8_TRAINING_SINCE):
+        out.append(Dtype.FP8)
+    return tuple(out)
+
+
 def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     run = row.get("run_id", "?")
     check_row(row)
-    model = model_of(row)
+    model, assumed = model_and_assumptions(row)
+    stated_dtype = Dtype.parse(row["dtype"]) if (row.get("dtype") or "").strip() else None
     system = stated_network(row, catalog.system_for(row["hardware"].strip()))
     chips = _int(row["chips"])
     if not chips:
         raise FlopcastError("chips is blank")
+    value, how = measured.tokens_per_s_per_chip(row, model, system.chip, stated_dtype)
+    if how != measured.TOKENS:
+        assumed = (*assumed, f"measured figure converted: {how} = {value:,.1f} tokens/s/chip")
     pinned = {}
     for cell in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"):
         v = _int(row.get(cell))
@@ -294,7 +386,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         v = (row.get(cell) or "").strip()
         if v:
             pinned[cell] = (parse_choice(cls, v, cell),)
-    pinned["dtype"] = (Dtype.parse(row["dtype"]),)
+    pinned["dtype"] = dtypes_of(row, system)
     if not model.moe:
         pinned.setdefault("ep", (1,))
     software = software_of(row)
@@ -328,9 +420,10 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if "cp" not in pinned and all(d in pinned for d in ("tp", "pp", "dp")):
         pinned["cp"] = (1,)
     chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute",
-                               "sharding", "sequence_parallel", "schedule") if k not in pinned or len(pinned[k]) > 1)
+                               "sharding", "sequence_parallel", "schedule", "dtype")
+                   if k not in pinned or len(pinned[k]) > 1)
     space = search_mod.SearchSpace(**pinned)
-    return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)), software)
+    return Case(run, row.get("source", ""), model, system, chips, space, chosen, value, software, assumed)
 
 
 # The measured runs the repository ships (validation/), by short name; `training` is the union of the training files.
@@ -427,6 +520,7 @@ class RowResult:
     predicted: float | None = None
     measured: float | None = None
     moe: bool = False
+    assumed: tuple = ()
 
     @property
     def error_pct(self) -> float | None:
@@ -441,6 +535,7 @@ class RowResult:
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
             "family": family_of(self.hardware), "architecture": "moe" if self.moe else "dense",
+            "assumed": list(self.assumed),
         }
 
 
@@ -454,7 +549,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured, moe=bool(c.model.moe)))
+                                 predict(c, lay, cal), c.measured, moe=bool(c.model.moe), assumed=c.assumed))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)
