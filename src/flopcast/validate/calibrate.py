@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..cost.efficiency import MEMORY_CEILING, Calibration, FamilyEfficiency, gemm_ceiling
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from . import lockstep
@@ -36,7 +36,7 @@ FAMILY_PRIOR = {
     "gemm": (0.75, 0.2, 1.0, 0.3),
     "gemm_fp8": (0.55, 0.15, 1.0, 0.3),
     "attention": (0.5, 0.1, 1.0, 0.5),
-    "memory": (0.8, 0.2, 1.0, 0.3),
+    "memory": (0.8, 0.2, MEMORY_CEILING, 0.3),
 }
 # A family whose kernels were benchmarked takes that fraction of its peak as its prior: FlashAttention-2
 # forward + backward reaches 50-73% of A100's peak (the generic 0.5 above) but only up to 335 TFLOP/s on
@@ -90,6 +90,19 @@ def _prior(family: str, key: str) -> float:
     return FAMILY_PRIOR[key][0]
 
 
+def _ceiling(family: str, key: str, hi: float) -> float:
+    """A family parameter's upper bound: for GEMMs the largest measured MAMF fraction among the family's
+    catalogued chips (no chip is lent more than its ceiling anyway: efficiency.bounded), else hi."""
+    if key not in ("gemm", "gemm_fp8", "attention"):
+        return hi
+    from .. import catalog
+
+    ceilings = [gemm_ceiling(catalog.load_chip(cid), key) for cid, d in catalog.raw("chip").items()
+                if d.get("family", cid) == family and d.get("mamf")]
+    ceilings = [c for c in ceilings if c]
+    return min(hi, max(ceilings)) if ceilings else hi
+
+
 def _parameters(cases: list[vt.Case]) -> list[_Param]:
     fams = sorted({c.system.chip.family for c in cases})
     fp8 = {c.system.chip.family for c in cases if Dtype.FP8 in (c.space.dtype or ())
@@ -99,7 +112,8 @@ def _parameters(cases: list[vt.Case]) -> list[_Param]:
         for k, (p, lo, hi, w) in FAMILY_PRIOR.items():
             if k == "gemm_fp8" and f not in fp8:
                 continue
-            out.append(_Param(k, f, _prior(f, k), lo, hi, w))
+            top = _ceiling(f, k, hi)
+            out.append(_Param(k, f, min(_prior(f, k), top), lo, top, w))
     for k, (p, lo, hi, w) in GLOBAL_PRIOR.items():
         out.append(_Param(k, None, p, lo, hi, w))
     return out
@@ -122,6 +136,7 @@ def _calibration(params: list[_Param], x: np.ndarray, base: Calibration | None =
     for f, vals in fam_vals.items():
         if "gemm_fp8" not in vals:
             vals["gemm_fp8"] = vals["gemm"] * fp8_ratio
+        vals["attention"] = min(vals["attention"], vals["gemm"])  # what efficiency.bounded lets a chip use
         fams[f] = FamilyEfficiency(**vals)
     from .. import catalog
 
