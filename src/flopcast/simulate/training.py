@@ -366,8 +366,9 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     step = sum(parts.values())
 
     # memory per chip
+    w_bytes, g_bytes, o_bytes = memory.state_bytes_per_param(dtype)
     weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, sharding,
-                                               dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
+                                               dtype_weight_bytes=w_bytes, grad_bytes=g_bytes, optimizer_bytes=o_bytes)
     fp8 = dtype == Dtype.FP8
 
     def act(rc):
