@@ -183,7 +183,7 @@ def test_cli_text_table(result, monkeypatch):
 
 def test_claims_report_draws_its_series(result):
     pytest.importorskip("matplotlib")
-    from flopcast.cli_report import claims_report
+    from flopcast.report.figures import claims_report
 
     rep = claims_report(result)
     html = rep.to_html()

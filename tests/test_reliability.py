@@ -156,7 +156,8 @@ def test_goodput_for_a_train_result_and_the_cli():
     from click.testing import CliRunner
 
     import flopcast
-    from flopcast.cli_reliability import COMMANDS, goodput_for
+    from flopcast.cli.reliability import reliability
+    from flopcast.cost.reliability import goodput_for
 
     r = flopcast.train("gpt-300b", hardware="trn2.48xlarge", chips=1024, tp=4, pp=16, micro_batch=1,
                        global_batch=1024, tokens=6e12)
@@ -165,7 +166,7 @@ def test_goodput_for_a_train_result_and_the_cli():
     assert g.checkpoint_bytes == pytest.approx(rel.checkpoint_bytes(r.model))
     assert g.expected_s > g.ideal_s
 
-    group = click.Group(commands={c.name: c for c in COMMANDS})
+    group = click.Group(commands={"reliability": reliability})
     out = CliRunner().invoke(group, ["reliability", "gpt-300b", "--hardware", "trn2.48xlarge", "--chips", "1024",
                                      "--tp", "4", "--pp", "16", "--micro-batch", "1", "--global-batch", "1024",
                                      "--tokens", "6T", "--trials", "50", "--json"])

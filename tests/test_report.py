@@ -93,7 +93,7 @@ def test_missing_matplotlib_is_one_line(monkeypatch, tmp_path, capsys):
 
 def test_core_imports_without_matplotlib():
     code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "import flopcast.api, flopcast.cli, flopcast.report.plots, flopcast.report.html, flopcast.cli_report\n"
+            "import flopcast.api, flopcast.cli, flopcast.report.plots, flopcast.report.html, flopcast.report.figures\n"
             "assert flopcast.report.plots.pipeline_schedule('1f1b', 2, 2).bubble_fraction == 0.5\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -102,7 +102,7 @@ def test_core_imports_without_matplotlib():
 
 pytest.importorskip("matplotlib")
 
-from flopcast import cli_report  # noqa: E402  (after the skip: the builders need matplotlib to draw)
+from flopcast.report import figures  # noqa: E402  (after the skip: the builders need matplotlib to draw)
 
 FIGURE_NAMES = ["breakdown", "pipeline", "scaling", "pareto", "goodput", "serving", "roofline"]
 
@@ -110,7 +110,7 @@ FIGURE_NAMES = ["breakdown", "pipeline", "scaling", "pareto", "goodput", "servin
 @pytest.fixture(scope="module")
 def full_report():
     """Every figure of `flopcast report` on a quick scenario (pp pinned to 2 so the schedule is drawn)."""
-    return cli_report.build_report(SMALL["model"], SMALL["hardware"], SMALL["chips"], requests=20,
+    return figures.build_report(SMALL["model"], SMALL["hardware"], SMALL["chips"], requests=20,
                                    scaling_chips=[16, 32], layout={"pp": 2}, progress=lambda *a: None)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from flopcast import cli_report  # noqa: E402
+from flopcast.report import figures  # noqa: E402
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
 TIMEOUT_S = 90
@@ -48,7 +48,7 @@ def render_check(dom: str) -> str:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    rep = cli_report.build_report("narayanan-gpt-1.7b", "trn1.32xlarge", 16, requests=20, scaling_chips=[16],
+    rep = figures.build_report("narayanan-gpt-1.7b", "trn1.32xlarge", 16, requests=20, scaling_chips=[16],
                                   layout={"pp": 2}, progress=lambda *a: None)
     path = rep.write_html(tmp_path_factory.mktemp("browser") / "report.html")
     return path, len(rep.figures)

@@ -6,7 +6,7 @@ from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from ..units import GiB, fmt
-from . import (_read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
+from . import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
                resolve_name, sources, system_for)
 
 
@@ -124,7 +124,7 @@ def _file_json(kind: str, name: str) -> dict:
     else:
         obj = load_system(name)
     eid, d = entry(kind, name)
-    own = _read_file(Path(name).expanduser())
+    own = read_file(Path(name).expanduser())
     base = own.pop("base", None)
     own_paths = {p for p, _ in _flatten(own)}
     own_sources, own_notes = own.get("sources") or {}, own.get("notes") or {}

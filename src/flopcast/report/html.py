@@ -5,11 +5,7 @@ inline, and nothing is fetched (no CDN, no web fonts). The script checks, once t
 loaded, that every figure has a non-zero rendered size and writes `ok N` (N figures) or
 `error: ...` into <div id="render-check">; a headless browser reads that back (tests).
 
-Any command can offer `--html FILE` and `--png DIR` with two lines:
-
-    @report_options                      # adds the options `html` and `png`
-    ...
-    emit_report(html, png, lambda: Report(...))   # builds the report only when asked for
+Commands offer them as `--html FILE` and `--png DIR`.
 """
 
 from __future__ import annotations
@@ -19,11 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import click
-
-from ..errors import FlopcastError
-
-from .plots import _slug
+from .plots.common import slug
 
 RENDER_CHECK_ID = "render-check"
 
@@ -58,7 +50,7 @@ class Report:
         """Stable, unique file stems of the figures, in order (the PNG names without '.png')."""
         seen, out = {}, []
         for f in self.figures:
-            stem = _slug(f.name)
+            stem = slug(f.name)
             seen[stem] = seen.get(stem, 0) + 1
             out.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
         return out
@@ -185,37 +177,3 @@ def _version() -> str:
         return version("flopcast")
     except Exception:  # not installed as a distribution (e.g. run from a source tree)
         return ""
-
-
-# ---------------------------------------------------------------- command-line opt-in
-
-
-def report_options(f):
-    """Add `--html FILE` and `--png DIR` to a click command (parameters `html` and `png`)."""
-    f = click.option("--png", "png", type=click.Path(file_okay=False), default=None,
-                     help="Also write each figure as a PNG (about 110 dpi) into this directory (needs matplotlib).")(f)
-    f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
-                     help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
-    return f
-
-
-def emit_report(html, png, report) -> list[Path]:
-    """Write `report` (a Report, or a function returning one, called only when needed) as HTML and/or
-    PNGs; say where on stderr. Does nothing when neither path is given."""
-    if not html and not png:
-        return []
-    r = report() if callable(report) else report
-    written = []
-    try:
-        if html:
-            written.append(r.write_html(html))
-            n = len(r.figures)
-            click.echo(f"wrote {html} ({n} figure{'' if n == 1 else 's'})", err=True)
-        if png:
-            files = r.write_png(png)
-            written += files
-            click.echo(f"wrote {len(files)} PNG file{'' if len(files) == 1 else 's'} to {png}", err=True)
-    except OSError as exc:
-        where = exc.filename or html or png
-        raise FlopcastError(f"cannot write {where}: {exc.strerror or exc}") from None
-    return written

@@ -1,0 +1,128 @@
+"""`flopcast claims`: the Trainium2 / Graviton4 announcement claims against flopcast's own models.
+
+Parse, call flopcast.claims, render. No formulas here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+
+import click
+
+from .. import api
+from ..report.text import table
+from .options import report_options
+from .render import emit_report, to_json
+
+# column widths of the summary table (characters); long cells wrap
+WIDTHS = {"#": 3, "claim": 28, "announced": 10, "flopcast estimate": 14, "verdict": 11, "why": 54}
+
+
+def _num(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != v:
+            return "n/a"
+        return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+    return str(v)
+
+
+def _with_unit(v, unit: str) -> str:
+    short = unit.split(" (")[0]
+    return "n/a" if v is None else f"{_num(v)} {short}"
+
+
+def wrapped_table(rows: list[list[str]], header: list[str], widths: list[int]) -> str:
+    """A text table whose long cells wrap onto further lines within their column width."""
+    out = []
+
+    def emit(cells):
+        parts = [textwrap.wrap(str(c), w) or [""] for c, w in zip(cells, widths)]
+        for line in itertools.zip_longest(*parts, fillvalue=""):
+            out.append("  ".join(s.ljust(w) for s, w in zip(line, widths)).rstrip())
+
+    emit(header)
+    out.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        emit(r)
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def _details(d: dict, indent: str = "    ") -> list[str]:
+    """Details dict as text: scalars as `key: value`, lists of points as small tables."""
+    lines = []
+    for k, v in d.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            keys = [kk for kk in v[0] if not isinstance(v[0][kk], list)]
+
+            def cell(x):
+                if isinstance(x, dict):  # e.g. fabric tiers: the groups that cross a tier
+                    return " ".join(f"{a}:{b}" for a, b in x.items() if b != "none") or "-"
+                return _num(x)
+            lines.append(f"{indent}{k}:")
+            body = table([[cell(x.get(kk)) for kk in keys] for x in v], keys)
+            lines += [indent + "  " + ln for ln in body.splitlines()]
+        elif isinstance(v, dict) and v and any(isinstance(x, dict) for x in v.values()):
+            lines.append(f"{indent}{k}:")
+            for kk, vv in v.items():
+                if isinstance(vv, dict):
+                    lines.append(f"{indent}  {kk}: " + ", ".join(f"{a}={_num(b) if not isinstance(b, dict) else b}"
+                                                              for a, b in vv.items()))
+                else:
+                    lines.append(f"{indent}  {kk}: {_num(vv)}")
+        elif isinstance(v, dict):
+            lines.append(f"{indent}{k}: " + ", ".join(f"{a}={_num(b)}" for a, b in v.items()))
+        elif isinstance(v, list):
+            lines.append(f"{indent}{k}: " + ", ".join(_num(x) for x in v))
+        else:
+            lines.append(f"{indent}{k}: {_num(v)}")
+    return lines
+
+
+def report(result) -> str:
+    """The text of a claims.ClaimsResult: the summary table, the verdict rules, then each claim's details."""
+    head = list(WIDTHS)
+    rows = [[r.id, r.claim, _with_unit(r.claimed, r.unit), _with_unit(r.estimate, r.unit), r.verdict, r.why]
+            for r in result.rows]
+    out = ["flopcast claims: AWS's Trainium2 / Graviton4 announcement (re:Invent 2023) against flopcast's models"
+           + (" (--quick: fewer sizes and models)" if result.quick else ""), ""]
+    out.append(wrapped_table(rows, head, list(WIDTHS.values())))
+    out += ["", "verdict rules:"] + [f"  - {rule}" for rule in result.rules]
+    out += ["", "details", "======="]
+    for r in result.rows:
+        out += ["", f"[{r.id}] {r.claim}",
+                f"  announced {_num(r.claimed)}, flopcast {_num(r.estimate)}  ({r.unit})  -> {r.verdict}: {r.why}",
+                "  assumptions:"] + [f"    - {a}" for a in r.assumptions]
+        out += ["  sources:"] + [f"    - {s}" for s in r.sources]
+        out += ["  details:"] + _details({k: v for k, v in r.details.items() if k != "cases"})
+        if "cases" in r.details:
+            out += ["    cases: see --json (details.cases) or the series 'graviton_speedups'"]
+    out += ["", f"computed in {result.elapsed_s:.1f} s"]
+    return "\n".join(out)
+
+
+@click.command("claims")
+@click.option("--json", "as_json", is_flag=True, help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
+@click.option("--quick", is_flag=True, help="Fewer cluster sizes, models and batches (a fast run).")
+@report_options
+def claims(as_json, quick, html, png):
+    """Test AWS's Trainium2 / Graviton4 announcement claims with flopcast's own models.
+
+    One row per claim: the claim as announced, flopcast's estimate, the assumptions and sources behind it,
+    and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
+    a progress line per claim goes to stderr.
+    """
+    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True))
+    result = out.result
+    click.echo(to_json(out.to_dict()) if as_json else report(result))
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
+
+    emit_report(html, png, lambda: figures.claims_report(result))
+

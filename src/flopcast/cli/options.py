@@ -1,0 +1,48 @@
+"""Click options shared by several commands (layout, --html/--png). Imports no command module."""
+
+from __future__ import annotations
+
+import click
+
+
+def layout_options(f):
+    opts = [
+        click.option("--tp", type=int, help="Tensor-parallel degree (chips; within a node)."),
+        click.option("--pp", type=int, help="Pipeline-parallel degree (stages)."),
+        click.option("--dp", type=int, help="Data-parallel degree (derived from chips when omitted)."),
+        click.option("--cp", type=int, help="Context-parallel degree (ring attention)."),
+        click.option("--ep", type=int, help="Expert-parallel degree (MoE models)."),
+        click.option("--vp", type=int, help="Virtual pipeline stages per rank (interleaved schedule)."),
+        click.option("--micro-batch", type=int, help="Sequences per micro-batch."),
+        click.option("--global-batch", type=int, help="Sequences per optimizer step."),
+        click.option("--seq-len", type=int, help="Training sequence length (default: the model's)."),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="Activation recomputation."),
+        click.option("--sharding", type=click.Choice(["none", "zero1", "zero2", "zero3", "fsdp"]),
+                     help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
+        click.option("--sequence-parallel/--no-sequence-parallel", default=None,
+                     help="Megatron sequence parallelism (needs tp > 1)."),
+        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8"]),
+                     help="Compute data type (fp8: FP8 GEMMs, BF16 elsewhere; cfp8 = Trainium's configurable FP8)."),
+        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe"]), help="Pipeline schedule."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding",
+               "sequence_parallel", "dtype", "schedule")
+
+
+def layout_from(kw: dict) -> dict:
+    """The layout fields the user gave, from a command's keyword arguments."""
+    return {k: kw[k] for k in LAYOUT_KEYS if kw.get(k) is not None}
+
+
+def report_options(f):
+    """Add `--html FILE` and `--png DIR` to a click command (parameters `html` and `png`)."""
+    f = click.option("--png", "png", type=click.Path(file_okay=False), default=None,
+                     help="Also write each figure as a PNG (about 110 dpi) into this directory (needs matplotlib).")(f)
+    f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
+                     help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
+    return f

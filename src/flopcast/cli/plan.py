@@ -1,0 +1,243 @@
+"""Commands `flopcast search`, `flopcast plan` and `flopcast compare`: render what flopcast.plan computes."""
+
+from __future__ import annotations
+
+import click
+
+from .. import api
+from ..progress import Progress
+from ..units import DAY
+from .options import layout_from, layout_options, report_options
+from .render import echo_json, emit_report
+
+
+def _reports():
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
+
+    return figures
+
+
+def _fmt_rejected(rejected: dict) -> list[str]:
+    return [f"  {v:>12,}  {k}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
+
+
+def _na(value, reason, fmt):
+    return fmt(value) if value is not None else f"n/a ({reason})"
+
+
+@click.command("search")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="System (e.g. trn2.48xlarge, p5.48xlarge, dgx-a100-80gb).")
+@click.option("--chips", "-n", type=int, required=True, help="Chips in the cluster (the search may leave some idle).")
+@click.option("--top", "top", type=int, default=10, show_default=True, help="How many layouts to print.")
+@click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
+              show_default=True, help="What the ranking minimises per token: time, dollars or joules.")
+@click.option("--dtypes", help="Compute dtypes to search over, comma-separated (e.g. bf16,fp8); default bf16.")
+@click.option("--batch-range", help="Global batch range in sequences, MIN:MAX (default: 0.5x..2x the model's customary batch).")
+@click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
+@click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
+@layout_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@report_options
+def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, html, png,
+           **kw):
+    """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
+
+    Any layout option pins that field; the rest are searched.
+    """
+    with Progress("searching layouts", enabled=not as_json) as bar:
+        out = api.search(model, hardware, chips, top=top, objective=objective, dtypes=dtypes, batch_range=batch_range,
+                         tokens=tokens, allow_idle=not no_idle, seq_len=seq_len, progress=bar, **layout_from(kw))
+    m, system, rows, n_tokens = out.model, out.system, out.top, out.tokens
+    emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
+                                                                  f"{system.chip.id} chips ({system.id})"))
+    if as_json:
+        echo_json(out.to_dict())
+        return
+    click.echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
+    click.echo(f"{out.candidates:,} candidates evaluated in {out.wall_s:.2f} s ({out.candidates_per_s:,.0f}/s); "
+               f"{out.valid:,} valid, {out.fit:,} fit in memory")
+    if rows:
+        head = f"{'#':>3} {'step s':>9} {'tok/s/chip':>11} {'MFU %':>6} {'GiB/chip':>9} "
+        head += f"{'days':>8} {'w/faults':>8} " if n_tokens else ""
+        head += f"{'idle':>5}  layout"
+        click.echo(head)
+        for k, r in enumerate(rows, 1):
+            line = (f"{k:>3} {r.step_time_s:>9.3f} {r.tokens_per_s_per_chip:>11,.0f} "
+                    f"{100 * r.mfu:>6.1f} {r.memory_gib:>9.1f} ")
+            line += f"{r.time_to_train_s / DAY:>8.1f} {r.expected.expected_s / DAY:>8.1f} " if n_tokens else ""
+            line += f"{r.idle_chips:>5}  {r.layout.describe()}"
+            click.echo(line)
+    else:
+        click.echo("no layout fits")
+    if out.rejected:
+        click.echo("rejected (by the first rule each candidate broke):")
+        for line in _fmt_rejected(out.rejected):
+            click.echo(line)
+
+
+def _point_line(p) -> str:
+    if p.result is None:
+        return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
+    r = p.result
+    cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
+    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} {r.expected.expected_s / DAY:>11.1f} "
+            f"{cost:>16} {100 * r.mfu:>6.1f} {r.idle_chips:>7,}  {r.layout.describe()}")
+
+
+@click.command("plan")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="System to size (whole nodes of it).")
+@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@click.option("--deadline", help="Finish within this time (e.g. 30d, 12h): the smallest cluster that does.")
+@click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
+@click.option("--pareto", is_flag=True, help="The frontier of cluster size, time to train and cost.")
+@layout_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@report_options
+def plan(model, hardware, tokens, deadline, budget, pareto, as_json, seq_len, html, png, **kw):
+    """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
+    with Progress("planning", enabled=not as_json) as bar:
+        res = api.plan(model, hardware, tokens=tokens, deadline=deadline, budget=budget, pareto=pareto,
+                       seq_len=seq_len, progress=bar, **layout_from(kw))
+    m, system, n_tokens, out, what, wall = res.model, res.system, res.tokens, res.outcome, res.what, res.wall_s
+    emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
+    if as_json:
+        echo_json(res.to_dict())
+        return
+    click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
+    click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
+    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'w/ faults':>11} {'cost USD':>16} {'MFU %':>6} "
+               f"{'idle':>7}  layout")
+    shown = out.frontier if out.kind == "pareto" else out.points
+    for p in shown:
+        mark = "  <-" if out.chosen is not None and p is out.chosen else ""
+        click.echo(_point_line(p) + mark)
+    if out.chosen is not None:
+        r = out.chosen.result
+        click.echo(f"answer: {out.chosen.nodes:,} nodes ({out.chosen.chips:,} chips), {r.time_to_train_s / DAY:.1f} days, "
+                   + (f"${r.cost_usd:,.0f}" if r.cost_usd is not None else f"cost n/a ({r.why_missing().get('cost', '')})")
+                   + f"; layout {r.layout.describe()}")
+    elif out.kind == "pareto" and system.price_per_hour is None:
+        click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
+
+
+@click.command("compare")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
+@click.option("--chips", "-n", type=int, default=None,
+              help="Chips on each system (required for training; serving defaults to one instance).")
+@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@layout_options
+@click.option("--serve", is_flag=True,
+              help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
+@click.option("--qps", type=float, default=None, help="Serving: simulate this request rate instead of finding each capacity.")
+@click.option("--input-tokens", default="512", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--output-tokens", default="128", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--weights", default=None, help="Serving: bf16, fp8, int8, q4_0, q8_0, ... (default bf16 on accelerators, q4_0 on CPUs).")
+@click.option("--kv-dtype", default=None, help="Serving: KV-cache type (bf16, fp16, fp8, int8, q8_0, q4_0).")
+@click.option("--scheduler", default="continuous", show_default=True, help="Serving: static | continuous | chunked-prefill.")
+@click.option("--slo-ttft", default="1s", show_default=True, help="Serving: time-to-first-token target.")
+@click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
+@click.option("--requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@report_options
+def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_tokens, output_tokens, weights,
+            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, html, png, **kw):
+    """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
+
+    With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
+    (e.g. flopcast compare llama3-8b -H c7g.16xlarge,c8g.16xlarge,inf2.48xlarge,p5.48xlarge --serve)."""
+    label, unit = ("simulating serving", "systems") if serve else ("comparing systems", "candidates")
+    with Progress(label, unit=unit, enabled=not as_json) as bar:
+        res = api.compare(model, hardware, chips, tokens=tokens, serve=serve, qps=qps, input_tokens=input_tokens,
+                          output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
+                          slo_ttft=slo_ttft, slo_tpot=slo_tpot, requests=requests, seed=seed, seq_len=seq_len,
+                          progress=bar, **layout_from(kw))
+    if serve:
+        emit_report(html, png, lambda: _reports().compare_serving_report(
+            res.systems, f"flopcast compare --serve: {res.model.label} on {', '.join(res.systems)}"))
+    else:
+        emit_report(html, png, lambda: _reports().compare_report(
+            res.systems, f"flopcast compare: {res.model.label} on {chips:,} chips of {', '.join(res.systems)}"))
+    if as_json:
+        echo_json(res.to_dict())
+    elif serve:
+        _print_serving(res)
+    else:
+        _print_training(res)
+
+
+def _print_training(res) -> None:
+    m, n_tokens, chips, out = res.model, res.tokens, res.chips, res.systems
+    click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
+    names = list(out)
+    w = max(18, *(len(n) for n in names))
+    rows = [("time to train", lambda r: f"{r.time_to_train_s / DAY:.1f} days"),
+            ("with faults", lambda r: f"{r.expected.expected_s / DAY:.1f} days ({100 * r.expected.goodput:.0f}%)"),
+            ("MFU", lambda r: f"{100 * r.mfu:.1f} %"),
+            ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
+            ("energy kWh", lambda r: _na(r.energy_kwh, "no power", lambda v: f"{v:,.0f}")),
+            ("cost USD", lambda r: _na(r.cost_usd, "no price", lambda v: f"${v:,.0f}")),
+            ("idle chips", lambda r: f"{r.idle_chips:,}"),
+            ("layout", lambda r: r.layout.describe())]
+    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
+    for label, f in rows:
+        cells = [(f(v) if not isinstance(v, str) else "n/a") for v in out.values()]
+        if label == "layout":
+            click.echo("layouts:")
+            for n, v in out.items():
+                click.echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
+            continue
+        click.echo(f"{label:<14} " + " ".join(f"{c:>{w}}" for c in cells))
+    for n, v in out.items():
+        if isinstance(v, str):
+            click.echo(f"{n}: {v}")
+        else:
+            for k, why in v.why_missing().items():
+                if k in ("energy", "cost"):
+                    click.echo(f"{n}: {k} n/a: {why}")
+
+
+def _print_serving(res) -> None:
+    m, cfg, qps, out = res.model, res.config, res.qps, res.systems
+    input_tokens, output_tokens = res.input_tokens, res.output_tokens
+    load = (f"each at its capacity (highest request rate with >= 90% of requests meeting TTFT <= "
+            f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)" if qps is None
+            else f"at {qps:g} requests/s")
+    click.echo(f"{m.label} served, {input_tokens} input / {output_tokens} output tokens, "
+               f"{cfg.scheduler.value} batching, {load}")
+    ok = {k: v for k, v in out.items() if not isinstance(v, str)}
+    priced = [k for k, v in ok.items() if v.result.cost_per_million_output_tokens_usd is not None]
+    best = min(priced, key=lambda k: ok[k].result.cost_per_million_output_tokens_usd) if priced else None
+    names = list(out)
+    w = max(18, *(len(n) for n in names))
+
+    def cell(name, f):
+        v = out[name]
+        return "n/a" if isinstance(v, str) else f(v)
+
+    rows = [("deployment", lambda p: f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"),
+            ("capacity req/s" if qps is None else "offered req/s", lambda p: f"{p.qps:.3g}"),
+            ("served req/s", lambda p: f"{p.result.throughput_requests_per_s:.3g}"),
+            ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
+            ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None else "n/a"),
+            ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None else "n/a"),
+            ("SLO met", lambda p: f"{100 * p.result.slo_attainment:.0f} %"),
+            ("price/hour", lambda p: _na(p.deployment.price_per_hour, "no price", lambda v: f"${v:.2f}")),
+            ("$/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price", lambda v: f"${v:.3f}")),
+            ("$/M tokens", lambda p: _na(p.result.cost_per_million_tokens_usd, "no price", lambda v: f"${v:.4f}"))]
+    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
+    for label, f in rows:
+        click.echo(f"{label:<14} " + " ".join(f"{cell(n, f)[:w]:>{w}}" for n in names))
+    for n, v in out.items():
+        if isinstance(v, str):
+            click.echo(f"{n}: {v}")
+    if best is not None:
+        click.echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
+                   "per million output tokens)")
+    for n, v in ok.items():
+        for note in v.deployment.assumptions:
+            click.echo(f"{n}: {note}")
+

@@ -1,0 +1,135 @@
+"""`flopcast reliability`: failures, checkpoints and goodput of a training run (closed form and Monte-Carlo)."""
+
+from __future__ import annotations
+
+import click
+
+from .. import api
+from ..units import HOUR, fmt, fmt_duration
+from .options import layout_from, layout_options, report_options
+from .render import echo_json, emit_report
+
+
+def _reports():
+    from ..report import figures  # the figures load matplotlib only when a report is asked for
+
+    return figures
+
+
+@click.command("reliability")
+@click.argument("model", default=api.DEFAULT_MODEL)
+@click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
+@click.option("--chips", "-n", type=int, default=None, help="Chips in the cluster (default: 64 instances of the default system, else one).")
+@layout_options
+@click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
+@click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--mtbf-chip-hours", type=float, default=None, help="Chip-hours per interruption (default: Llama 3's 50,677).")
+@click.option("--checkpoint-write-gbps", type=float, default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
+@click.option("--checkpoint-load-gbps", type=float, default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
+@click.option("--async-checkpoint/--no-async-checkpoint", default=None, help="Only the snapshot to host memory blocks.")
+@click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
+@click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
+@click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
+@click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
+                   "calibration, fitted on measured runs at scale, already holds their cost).")
+@click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@report_options
+def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps,
+                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json,
+                html, png, seq_len, **kw):
+    """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
+    out = api.reliability(model, hardware, chips, tokens=tokens, trials=trials, seed=seed, sweep_chips=sweep_chips,
+                          seq_len=seq_len, mtbf_chip_hours=mtbf_chip_hours, checkpoint_write_gbps=checkpoint_write_gbps,
+                          checkpoint_load_gbps=checkpoint_load_gbps, async_checkpoint=async_checkpoint,
+                          restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv, **layout_from(kw))
+    if sweep_chips:
+        _sweep(out, as_json, html, png)
+        return
+    result, g, sim = out.train, out.goodput, out.monte_carlo
+    emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
+    if as_json:
+        echo_json(out.to_dict())
+        return
+    _print_one(result, g, sim)
+
+
+def _print_one(result, g, sim):
+    a = g.assumptions
+    e = click.echo
+    e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
+      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+    e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; "
+      f"checkpoint {fmt(g.checkpoint_bytes, 'B')} (write {fmt_duration(g.checkpoint_write_s)}, "
+      f"load {fmt_duration(g.checkpoint_load_s)}, blocks {fmt_duration(g.checkpoint_block_s)}); "
+      f"interval {fmt_duration(g.interval_s)} of work ({'set' if a.interval_s else 'Daly 2006'})")
+    e("")
+    e(f"{'':24}{'closed form':>16}{'Monte-Carlo':>16}")
+    e(f"{'expected time-to-train':24}{fmt_duration(g.expected_s):>16}{fmt_duration(sim.mean_s):>16}"
+      + (f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)" if sim.ci95_s is not None
+         else f"   (no confidence interval from {sim.trials} trial; use --trials 2 or more)"))
+    e(f"{'p10 / p50 / p90':24}{'':>16}{'':>4}{fmt_duration(sim.percentile(10))} / "
+      f"{fmt_duration(sim.percentile(50))} / {fmt_duration(sim.percentile(90))}")
+    e(f"{'goodput':24}{g.goodput:>16.1%}{sim.goodput:>16.1%}")
+    e(f"{'interruptions':24}{g.interruptions:>16,.0f}{sim.interruptions.mean():>16,.0f}")
+    e(f"{'lost chip-hours':24}{g.lost_chip_hours:>16,.0f}{sim.lost_chip_hours.mean():>16,.0f}")
+    e("time lost, by cause:")
+    for k, v in g.breakdown.items():
+        e(f"  {k:22}{fmt_duration(v) if v >= 1 else '0':>16}{fmt_duration(float(sim.breakdown_s[k].mean())) if sim.breakdown_s[k].mean() >= 1 else '0':>16}")
+    e(f"(simulated {sim.events:,} events in {sim.elapsed_s:.2f} s, seed {sim.seed})")
+    e("")
+    _print_assumptions(a, g)
+
+
+def _layout(result):
+    lay = result.layout
+    return f"tp={lay.tp} pp={lay.pp} dp={lay.dp} cp={lay.cp}" + (f" ep={lay.ep}" if lay.ep > 1 else "")
+
+
+def _print_assumptions(a, g=None):
+    e = click.echo
+    e("assumptions:")
+    e(f"  interruptions: one per {a.mtbf_chip_hours:,.0f} chip-hours ({a.failure_law.value}; Llama 3 sec. 3.3.4 "
+      f"default: 419 unexpected in 54 days on 16,384 H100s)")
+    e(f"  checkpoint store: {a.storage or 'given'}; write {fmt(a.checkpoint_write_bps, 'B/s')}, "
+      f"load {fmt(a.checkpoint_load_bps, 'B/s')}; {'asynchronous' if a.async_checkpoint else 'synchronous'} checkpoints"
+      f"{' (snapshot at ' + fmt(a.snapshot_bps_per_chip, 'B/s') + ' per chip)' if a.async_checkpoint else ''}")
+    e(f"  detection {fmt_duration(a.detection_s)} (assumption); restart {fmt_duration(a.restart_s)} + checkpoint "
+      f"load (relaunch, collective init, warm-up; assumption)")
+    spares = "always at hand" if a.spares is None else f"{a.spares}, repair {fmt_duration(a.repair_s)}"
+    e(f"  hot spares: {spares}; stragglers: per-chip step-time cv {a.cv:g}"
+      + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
+
+
+def _sweep(out, as_json, html=None, png=None):
+    m, hardware, tokens, rows, errors = out.model, out.hardware, out.tokens, out.sweep, out.errors
+    knee, best = out.stops_paying_off_beyond, out.fastest_chips
+    emit_report(html, png, lambda: _reports().reliability_sweep_report(
+        [(n, r, g) for n, r, g, _ in rows], f"flopcast reliability: {m.label} on {hardware}, {tokens:.3g} tokens"))
+    if as_json:
+        echo_json(out.to_dict())
+        return
+    e = click.echo
+    e(f"{m.label} on {hardware}, {tokens:.3g} tokens: goodput and time-to-train by cluster size")
+    e(f"{'chips':>8} {'layout':>24} {'ideal':>11} {'job MTBF':>10} {'interval':>10} {'goodput':>8} "
+      f"{'expected':>11} {'MC p50':>11} {'MC p90':>11} {'chip-hours':>12} {'marginal':>9}")
+    prev = None
+    for n, r, g, sim in rows:
+        marginal = "" if prev is None else f"{out.marginal(prev, (n, r, g, sim)):.0%}"
+        e(f"{n:>8,} {_layout(r):>24} {fmt_duration(g.ideal_s):>11} {fmt_duration(g.job_mtbf_s):>10} "
+          f"{fmt_duration(g.interval_s):>10} {g.goodput:>8.1%} {fmt_duration(g.expected_s):>11} "
+          f"{fmt_duration(sim.percentile(50)):>11} {fmt_duration(sim.percentile(90)):>11} "
+          f"{g.expected_s * n / HOUR:>12,.0f} {marginal:>9}")
+        prev = (n, r, g, sim)
+    for n, msg in errors.items():
+        e(f"{n:>8,}  skipped: {msg}")
+    e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")
+    if knee is not None:
+        e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's worth")
+    else:
+        e("adding chips keeps paying off over this range (each step buys at least half its chips' worth)")
+    e(f"fastest expected time-to-train: {best:,} chips")
+    e("")
+    _print_assumptions(rows[-1][2].assumptions)
+

@@ -1,0 +1,60 @@
+"""`flopcast report`: one HTML page (or a folder of PNGs) with flopcast's figures of a training scenario
+and a serving deployment. Parses, then calls flopcast.report.figures.build_report."""
+
+from __future__ import annotations
+
+import click
+
+from .. import api
+from ..errors import FlopcastError
+from ..report.figures import DEFAULT_SERVE_CHIPS, DEFAULT_SERVE_MODEL, DEFAULT_SERVE_SYSTEM, build_report
+from .options import layout_from, layout_options, report_options
+from .render import emit_report
+
+
+@click.command("report")
+@click.argument("model", default=api.DEFAULT_MODEL)
+@click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True,
+              help="Training system (e.g. trn2.48xlarge, p5.48xlarge) or a YAML/TOML file.")
+@click.option("--chips", "-n", type=int, help="Chips of the training job [default: as `flopcast train`: "
+              "1,024 on trn2.48xlarge, else one node]. Scaling curves span 1/8x to 8x of it.")
+@click.option("--tokens", help="Training tokens (e.g. 300B, 1.5T); default 20 per parameter (Chinchilla).")
+@click.option("--serve-model", default=DEFAULT_SERVE_MODEL, show_default=True, help="Model of the serving figures.")
+@click.option("--serve-hardware", default=DEFAULT_SERVE_SYSTEM, show_default=True,
+              help="System of the serving figures (e.g. trn2.48xlarge, inf2.48xlarge, p5.48xlarge, c8g.16xlarge).")
+@click.option("--serve-chips", type=int, default=DEFAULT_SERVE_CHIPS, show_default=True,
+              help="Chips of one serving replica (tensor parallel over them).")
+@click.option("--requests", "n_requests", type=int, default=300, show_default=True,
+              help="Simulated requests per request rate of the serving curve.")
+@click.option("--sizes", help="Cluster sizes of the scaling, Pareto and goodput curves, chips, comma-separated "
+              "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")
+@layout_options
+@report_options
+def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, html, png,
+           seq_len, **kw):
+    """Write flopcast's figures of one scenario: scaling, breakdowns, pipeline schedule, Pareto front,
+    serving latency/throughput, roofline and goodput.
+
+    One self-contained HTML file (default flopcast-report.html; opens offline) and/or one PNG per
+    figure (--png DIR). Needs matplotlib: pip install 'flopcast[report]'.
+    """
+    from ..report.plots import matplotlib_figure
+
+    matplotlib_figure()  # fail fast, in one line, when matplotlib is missing
+    if n_requests < 10:
+        raise FlopcastError(f"--requests must be at least 10, got {n_requests}")
+    if not html and not png:
+        html = "flopcast-report.html"
+    m = api.resolve_model(model, seq_len)
+    n_tokens = api.args.tokens(tokens, m) if tokens else None
+    scaling = None
+    if sizes:
+        try:
+            scaling = [int(float(s)) for s in sizes.split(",") if s.strip()]
+        except ValueError:
+            scaling = []
+        if not scaling or min(scaling) < 1:
+            raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
+    emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
+                                                serve_hardware=serve_hardware, serve_chips=serve_chips,
+                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw)))

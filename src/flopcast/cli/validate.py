@@ -1,0 +1,199 @@
+"""`flopcast validate` and `flopcast calibrate`."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+
+import click
+
+from .. import api
+from ..api.validation import prepare_out
+from ..errors import FlopcastError
+from ..progress import Progress
+from ..report.text import table
+from ..validate import training as vt
+from .render import to_json
+
+LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
+
+
+def _layout_text(r: vt.RowResult) -> str:
+    if not r.layout:
+        return "-"
+    parts = []
+    for k in LAYOUT_SHORT:
+        v = r.layout.get(k)
+        if k in ("cp", "ep", "vp") and v == 1 and k not in r.chosen:
+            continue
+        mark = "*" if k in r.chosen else ""
+        parts.append(f"{SHORT.get(k, k)}={v}{mark}")
+    return " ".join(parts)
+
+
+def _clip(name: str, width: int) -> str:
+    """name in at most width characters, never cut inside a parenthesis: "GPT 1.7B (Narayanan et...)"."""
+    name = (name or "").strip()
+    if len(name) <= width:
+        return name
+    m = re.match(r"^(.*?)\s*\((.*)\)\s*$", name)
+    if m and 0 < len(m.group(1)) <= width:
+        head, inner = m.groups()
+        room = width - len(head) - len(" (...)")
+        cut = inner[:max(room, 0)]
+        if len(inner) > len(cut) and inner[len(cut)] not in " ,;/-":  # mid-word: back to the last word break
+            brk = max(cut.rfind(c) for c in " ,;/-")
+            cut = cut[:brk] if brk > 0 else cut
+        if cut.count("(") > cut.count(")"):
+            cut = cut[:cut.rfind("(")]
+        cut = cut.rstrip(" ,;:-/")
+        return f"{head} ({cut}...)" if len(cut) >= 3 else head
+    cut = name[:width - 3]
+    if cut.count("(") > cut.count(")"):
+        cut = cut[:cut.rfind("(")]
+    return cut.rstrip(" ,;:-(") + "..."
+
+
+def _write_csv(out: str, fieldnames: list[str], rows: list[dict], what: str) -> None:
+    try:
+        with open(out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fieldnames, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+    except OSError as exc:
+        raise FlopcastError(f"cannot write {out}: {exc.strerror or exc}") from None
+    n = len(rows)
+    click.echo(f"wrote {out} ({n} {what}{'' if n == 1 else 's'})", err=True)
+
+
+TRAINING_OUT = ["run_id", "source", "model", "hardware", "chips", "status", "reason", "layout",
+                "predicted_tokens_per_s_per_chip", "measured_tokens_per_s_per_chip", "error_pct"]
+SERVING_OUT = ["run_id", "source", "hardware", "engine", "model", "metric", "status", "reason", "predicted",
+               "measured", "error_pct", "engine_family", "assumed"]
+UNITS = {"decode_tokens_per_s_per_stream": "tokens/s", "output_tokens_per_s_total": "tokens/s",
+         "tpot_ms": "ms", "ttft_ms": "ms", "prefill_tokens_per_s": "tokens/s"}
+
+
+def _serving_out_rows(rows: list[dict]) -> list[dict]:
+    return [{**r, "metric": r.get("metric") or "", "assumed": "; ".join(r.get("assumed") or [])} for r in rows]
+
+
+def _sig(v: float | None) -> str:
+    """Four significant figures, thousands separated, never an exponent."""
+    if v is None:
+        return ""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, 3 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}"
+
+
+def serving_report(result: dict) -> str:
+    """The text table of validate_inference's result: one line per figure (numbers and units in their own
+    aligned columns), the skipped figures' reasons, then the summary."""
+    body, skipped = [], {}  # (run, reason) -> the figures it skips
+    for r in result["rows"]:
+        metric = r["metric"] or "-"
+        ok = r["status"] == "ok"
+        err = f"{r['error_pct']:+.1f}%" if ok else "skipped"
+        body.append([r["run_id"], r["hardware"], r["model"], metric, _sig(r["predicted"]), _sig(r["measured"]),
+                     UNITS.get(r["metric"], ""), err])
+        if not ok:
+            skipped.setdefault((r["run_id"], r["reason"]), []).append(r["metric"])
+    out = [table(body, ["run", "hardware", "model", "metric", "predicted", "measured", "unit", "error"], {4, 5, 7})]
+    s = result["summary"]
+
+    def pct(v):
+        return "n/a" if v is None else f"{v:.1f}%"
+
+    out.append("")
+    out.append(f"figures compared: {s['n_ok']}   skipped: {s['n_skipped']}")
+    out.append(f"MAPE {pct(s['mape_pct'])}   median |error| {pct(s['median_ape_pct'])}   bias {pct(s['bias_pct'])}")
+    for title, key in (("by metric", "by_metric"), ("by source", "by_source"), ("by hardware", "by_hardware")):
+        out.append(f"{title}: " + "; ".join(f"{k} {pct(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
+    for (run, reason), metrics in skipped.items():
+        named = [m for m in metrics if m]
+        out.append(f"skipped run {run}" + (f" ({', '.join(named)})" if named else "") + f": {reason}")
+    return "\n".join(out)
+
+
+def training_report(rows, summary) -> str:
+    body = []
+    for r in rows:
+        err = "" if r.error_pct is None else f"{r.error_pct:+.1f}%"
+        pred = "" if r.predicted is None else f"{r.predicted:,.1f}"
+        meas = "" if r.measured is None else f"{r.measured:,.1f}"
+        body.append([r.run_id, _clip(r.model, 28), r.hardware, str(r.chips) if r.chips else "", _layout_text(r)
+                     if r.status == "ok" else f"skipped: {r.reason}", pred, meas, err])
+    out = [table(body, ["run", "model", "chip", "chips", "layout (* = chosen by flopcast)", "predicted tok/s/chip",
+                        "measured tok/s/chip", "error"], {3, 5, 6, 7})]
+    s = summary
+    fmtp = lambda x: "n/a" if x is None else f"{x:.1f}%"
+    out.append("")
+    out.append(f"rows predicted: {s['n_ok']}   skipped: {s['n_skipped']}")
+    out.append(f"MAPE {fmtp(s['mape_pct'])}   median |error| {fmtp(s['median_ape_pct'])}   "
+               f"bias (mean signed error) {fmtp(s['bias_pct'])}")
+    out.append("five worst: " + ", ".join(f"run {w['run_id']} ({_clip(w['model'], 24)}, {w['hardware']}) "
+                                          f"{w['error_pct']:+.0f}%" for w in s["worst"]))
+    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("by family", "by_family"),
+                       ("dense / MoE", "by_architecture")):
+        out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} bias {fmtp(v['bias_pct'])} (n={v['n']})"
+                                            for k, v in s.get(key, {}).items()))
+    for r in rows:
+        if r.assumed:
+            out.append(f"run {r.run_id} assumed: {'; '.join(r.assumed)}")
+    skipped = [r for r in rows if r.status == "skipped"]
+    for r in skipped:
+        out.append(f"skipped run {r.run_id}: {r.reason}")
+    return "\n".join(out)
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
+                   "missing folders are created.")
+@click.option("--cross-validate", is_flag=True,
+              help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
+def validate(file, as_json, out, cross_validate):
+    """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
+
+    FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
+    inference_runs, more_inference_runs.
+
+    Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
+    """
+    if out:
+        api.validation.schema(file)  # a file that is neither schema fails before --out is touched
+        for f in api.validation.files_of(file):
+            prepare_out(out, str(f))
+    with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
+        res = api.validate(file, cross_validate=cross_validate, progress=bar)
+    if out and res.schema == "serving":
+        _write_csv(out, SERVING_OUT, _serving_out_rows(res.to_dict()["rows"]), "figure")
+    elif out:
+        _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in res.records], "row")
+    if as_json:
+        click.echo(to_json(res.to_dict()))
+    elif res.schema == "serving":
+        click.echo(serving_report(res.to_dict()))
+    else:
+        click.echo(training_report(res.records, res.summary))
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--output", type=click.Path(dir_okay=False),
+              help="Where to write the parameters [default: the catalog data flopcast ships].")
+def calibrate(file, output):
+    """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
+    with Progress("fitting (2 rounds)", unit="rounds") as bar:
+        res = api.calibrate(file, output=output, progress=bar)
+    if res.schema == "serving":
+        click.echo(to_json(res.info))
+        return
+    info = res.info
+    click.echo(f"fitted {res.families} chip families and {res.global_parameters} global parameters on "
+               f"{info['n_rows']} runs; fit MAPE {info['fit_mape_pct']:.1f}%; wrote {res.target}")

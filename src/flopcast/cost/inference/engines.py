@@ -1,0 +1,113 @@
+"""Serving-engine families, their efficiencies (priors and fitted), and where the fit came from.
+
+An engine's fixed per-layer cost (kernel launches, synchronisation) and per-request cost are
+calibrated per engine family on validation/inference_runs.csv (validate/inference.fit_inference)
+and stored in catalog/data/inference_calibration.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...model.system import System
+
+if TYPE_CHECKING:
+    from .replica import Deployment
+
+
+@dataclass(frozen=True)
+class EngineEfficiency:
+    """What one serving engine family reaches; fitted on inference_runs.csv (few, physical)."""
+
+    compute: float = 0.4  # fraction of the compute dtype's peak reached by GEMMs
+    memory: float = 0.7  # fraction of the memory bandwidth reached streaming weights and KV
+    layer_overhead_s: float = 20e-6  # fixed cost per layer per forward pass (launches, syncs)
+    request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
+    thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
+
+
+ENGINE_FAMILIES = ("llama.cpp", "neuronx", "gpu")
+# Priors (the fit is regularised towards them; used alone for a family with no rows):
+# llama.cpp: decode reaches ~80% of STREAM bandwidth at full socket (Arm/llama.cpp
+# Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
+# (a 256-bit SVE dot-product step takes 64 4-bit weights in ~2 instructions plus unpacking and
+# scaling: ~6.6 weights/cycle reached at 2 threads in PR 11917, 4.86 tok/s x 7.1 G weights / 2 / 2.6 GHz).
+# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
+PRIORS = {
+    "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
+    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0),
+    "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
+}
+
+
+def engine_family(engine: str | None, system: System) -> str:
+    """The engine family whose calibration applies, chosen by the hardware the engine runs on.
+
+    The calibration rows hold one engine family per kind of hardware (llama.cpp on CPUs,
+    transformers-neuronx on Neuron chips, TGI/vLLM on GPUs), so the hardware decides;
+    `engine` (the serving software's name) is kept only for the assumptions printed."""
+    if system.chip.kind == "cpu":
+        return "llama.cpp"
+    return "neuronx" if system.chip.family in ("trainium", "inferentia") else "gpu"
+
+
+STATIC_SHAPE_FAMILIES = ("neuronx",)
+
+
+ACCELERATOR_FAMILIES = ("neuronx", "gpu")
+
+
+def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str | None]:
+    """The efficiencies of `family` from a fitted table, and a note when they are not its own.
+
+    A family without fitted rows borrows the geometric mean of the other fitted families of its
+    kind (accelerator engines from accelerator engines; the rule flopcast's training calibration
+    uses for a chip without runs), else its prior: one engine's measured per-layer cost and
+    bandwidth share say more about another accelerator's than a guessed prior does."""
+    if family in table:
+        return table[family], None
+    kin = [f for f in ACCELERATOR_FAMILIES if f != family and f in table] if family in ACCELERATOR_FAMILIES else []
+    if not kin:
+        return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"
+    prior = PRIORS[family]
+    mean = {k: float(np.exp(np.mean([np.log(getattr(table[f], k)) for f in kin])))
+            for k, v in asdict(prior).items() if v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
+    return replace(prior, **mean), (f"engine family {family} has no calibration rows: efficiencies of "
+                                    f"{', '.join(kin)} (fitted) used")
+
+
+def _inference_calibration_file() -> dict:
+    """The parsed catalog/data/inference_calibration.yaml, or {} before the first `flopcast calibrate`."""
+    from ...catalog import DATA
+
+    path = DATA / "inference_calibration.yaml"
+    if not path.exists():
+        return {}
+    import yaml
+
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def calibration_hardware() -> dict:
+    """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
+    return (_inference_calibration_file().get("provenance") or {}).get("hardware_per_family") or {}
+
+
+def calibration_basis(d: Deployment) -> str:
+    """One line: whose measured rows the deployment's engine efficiencies come from."""
+    fitted_on = calibration_hardware().get(d.family) or []
+    chip = d.system.chip.id
+    if not fitted_on:
+        return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
+    if chip in fitted_on:
+        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+    return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
+            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
+
+
+def load_inference_calibration() -> dict:
+    """family -> EngineEfficiency from catalog/data/inference_calibration.yaml (priors where absent)."""
+    return {k: EngineEfficiency(**v) for k, v in (_inference_calibration_file().get("families") or {}).items()}

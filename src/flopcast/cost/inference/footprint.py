@@ -1,0 +1,38 @@
+"""Memory a replica holds: weights, KV cache and reserve; the batch and the KV tokens that fit."""
+
+from __future__ import annotations
+
+from .formats import effective_context, weight_bytes
+from .replica import Deployment
+
+
+RUNTIME_RESERVE = 0.05  # share of accelerator memory an engine keeps for runtime, activations and fragmentation
+# (vLLM's default gpu_memory_utilization 0.9 keeps 10% incl. activations; 5% here plus activations below)
+CPU_RESERVE_BYTES = 2 * 2**30  # CPUs: operating system and engine runtime per replica (assumption)
+
+
+def reserve_bytes(d: Deployment) -> float:
+    return CPU_RESERVE_BYTES if d.is_cpu else RUNTIME_RESERVE * d.memory_capacity
+
+
+def memory(d: Deployment, batch, context) -> tuple[dict, float]:
+    """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other."""
+    m = d.model
+    weights = weight_bytes(m, d.weights)
+    kv = float(batch) * float(effective_context(m, context)) * d.kv_bytes_per_token
+    other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
+    return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
+
+
+def max_batch(d: Deployment, context) -> int:
+    """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
+    m = d.model
+    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(m, d.weights)
+    per_seq = float(effective_context(m, context)) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
+    return max(0, int(free // per_seq))
+
+
+def kv_capacity_tokens(d: Deployment) -> int:
+    """Tokens of KV cache the replica can hold beside its weights and reserve."""
+    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(d.model, d.weights)
+    return max(0, int(free // d.kv_bytes_per_token))

@@ -1,0 +1,194 @@
+"""A deployment: one model replica on `tp` chips (sockets for CPUs), its rates and capacity.
+
+CPUs: compute is threads x per-core peak of the compute dtype (the chip's peak_flops already folds
+in SVE/NEON width and the i8mm/BF16 matrix instructions); bandwidth follows cpu.cpu_bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from ...errors import FlopcastError
+from ...model import hf
+from ...model.system import Dtype, System
+from ...model.workload import Model
+from .cpu import cpu_bandwidth, instance_bandwidth
+from .engines import STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency, load_inference_calibration
+from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
+
+# NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
+# (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
+NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One model replica: `tp` chips (sockets for CPUs) running one engine."""
+
+    model: Model
+    system: System
+    tp: int
+    replicas: int  # chips // tp
+    threads: int  # CPU threads (0 on accelerators)
+    weights: WeightFormat
+    kv_bytes: float  # per element
+    family: str
+    efficiency: EngineEfficiency
+    calibration: object  # cost.efficiency.Calibration, for collectives
+    assumptions: tuple = field(default=(), compare=False)
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.system.chip.kind == "cpu"
+
+    @property
+    def shards(self) -> int:
+        """Ranks the model's heads are split over: NeuronCores for Neuron chips (transformers-neuronx
+        shards over cores, 2 per Trainium1/Inferentia2 chip), chips elsewhere; 1 on CPUs."""
+        if self.is_cpu:
+            return 1
+        chip = self.system.chip
+        if chip.family in ("trainium", "inferentia"):
+            return self.tp * NEURON_LOGICAL_CORES.get(chip.id, chip.cores)
+        return self.tp
+
+    @property
+    def kv_replication(self) -> float:
+        """Stored (and read) KV heads over the model's KV heads.
+
+        Each of `shards` ranks holds ceil(kv_heads / shards) KV heads: when the ranks outnumber
+        the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
+        vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
+        multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
+        latent shared by all heads: 1."""
+        m = self.model
+        n = self.shards
+        if n <= 1 or m.mla or not m.kv_heads:
+            return 1.0
+        return n * math.ceil(m.kv_heads / n) / m.kv_heads
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes one token adds to this replica (replication included)."""
+        return kv_bytes_per_token(self.model, self.kv_bytes) * self.kv_replication
+
+    @property
+    def compute_dtype(self) -> Dtype:
+        return self.weights.cpu_compute if self.is_cpu else self.weights.accel_compute
+
+    @property
+    def compute_rate(self) -> float:
+        """FLOP/s the replica's GEMMs reach."""
+        chip = self.system.chip
+        peak = compute_peak(chip, self.compute_dtype)
+        if self.is_cpu:
+            return peak / chip.cores * self.threads * self.efficiency.compute
+        return peak * self.tp * self.efficiency.compute
+
+    @property
+    def memory_rate(self) -> float:
+        """Bytes/s the replica streams from memory."""
+        if self.is_cpu:
+            return cpu_bandwidth(self.threads, self.thread_bandwidth,
+                                 self.efficiency.memory * instance_bandwidth(self.system, self.tp))
+        return self.system.chip.memory_bandwidth * self.tp * self.efficiency.memory
+
+    @property
+    def thread_bandwidth(self) -> float:
+        """CPUs: bytes/s one thread streams when the memory system is idle: the weights its
+        dequantise-and-dot loop consumes per cycle x their stored bytes x the clock. The loop, not
+        the bytes, sets the pace: llama.cpp at 8 Graviton3 threads decodes the same ~16 G weights/s
+        from q3_K (3.44 bits) and q4_K_M (4.85 bits) (inference_runs.csv, PR 11917 vs PR 15277)."""
+        return self.efficiency.thread_weights_per_cycle * self.weights.bits / 8.0 * (self.system.chip.clock or 2.5e9)
+
+    @property
+    def memory_capacity(self) -> float:
+        """Bytes of memory the replica holds (HBM of its chips; a CPU instance's DRAM share)."""
+        s = self.system
+        if self.is_cpu:
+            total = s.host_memory or s.chip.memory * s.chips_per_node
+            return total * self.tp / s.chips_per_node
+        return s.chip.memory * self.tp
+
+    @property
+    def price_per_hour(self) -> float | None:
+        s = self.system
+        return None if s.price_per_hour is None else s.price_per_hour * self.tp * self.replicas / s.chips_per_node
+
+
+def compute_peak(chip, dtype: Dtype) -> float:
+    try:
+        return chip.peak(dtype)
+    except FlopcastError:
+        return chip.peak(Dtype.FP32)  # no int8/bf16 rate published: the engine falls back to fp32 math
+
+
+def deployment(model: Model, system: System, *, chips: int | None = None, tp: int | None = None,
+               threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
+               engine: str | None = None, efficiency: EngineEfficiency | None = None,
+               calibration=None, inference_calibration: dict | None = None) -> Deployment:
+    """Check the user's choices and fill the blanks the way a tuned practitioner would."""
+    cpu = system.chip.kind == "cpu"
+    chips, tp = _chips_and_tp(system, chips, tp)
+    threads = _threads(system, tp, threads)
+    fmt = weight_format(weights or ("q4_0" if cpu else "bf16"))
+    kv = kv_element_bytes(kv_dtype or ("fp16" if cpu else "bf16"))
+    family = engine_family(engine, system)
+    notes = []
+    if efficiency is None:
+        table = inference_calibration if inference_calibration is not None else load_inference_calibration()
+        efficiency, note = family_efficiency(table, family)
+        if note:
+            notes.append(note)
+    if calibration is None:
+        from ...catalog import calibration as _cal
+
+        calibration = _cal()
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
+
+
+def _chips_and_tp(system: System, chips: int | None, tp: int | None) -> tuple[int, int]:
+    """The chips of the deployment (default: one node) and its tensor-parallel degree (default: all of them)."""
+    if chips is None:
+        chips = system.chips_per_node
+    if chips < 1 or chips > system.max_chips:
+        raise FlopcastError(f"--chips must be between 1 and {system.max_chips} for {system.id}, got {chips}")
+    if tp is None:
+        tp = chips
+    if tp < 1 or chips % tp:
+        raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips}), got {tp}")
+    return chips, tp
+
+
+def _threads(system: System, tp: int, threads: int | None) -> int:
+    """CPU threads of a replica (default: every vCPU of its `tp` sockets); 0 on accelerators."""
+    chip = system.chip
+    if chip.kind != "cpu":
+        if threads:
+            raise FlopcastError("--threads applies to CPU systems only; leave it out for accelerators")
+        return 0
+    vcpus = system.vcpus or chip.cores * system.chips_per_node
+    limit = vcpus // system.chips_per_node * tp
+    if threads is None:
+        threads = limit
+    if threads < 1 or threads > limit:
+        raise FlopcastError(f"--threads must be between 1 and {limit} (cores of {tp} socket(s) of {system.id}), got {threads}")
+    return threads
+
+
+def _layout_notes(d: Deployment) -> list[str]:
+    """What the engine does with the layout that the roofline does not model, or models by a factor."""
+    model, family, notes = d.model, d.family, []
+    if family in STATIC_SHAPE_FAMILIES:
+        notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
+                     "KV window (input + output tokens), not the live context")
+    if not d.is_cpu and model.heads % d.shards and not model.mla:
+        notes.append(f"{d.shards} tensor-parallel ranks do not divide the {model.heads} query heads: heads are "
+                     f"padded to {math.ceil(model.heads / d.shards) * d.shards} (Neuron pads; vLLM refuses such a tp), "
+                     "the padding's extra compute is not modelled")
+    if d.kv_replication > 1:
+        notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
+                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
+    return notes

@@ -1,0 +1,100 @@
+"""One forward pass by per-operator roofline: each operator takes max(FLOPs / compute rate, bytes / memory rate).
+
+Williams et al. 2009, "Roofline"; prefill is then compute-bound, decode bandwidth-bound (Pope et al.
+2022, "Efficiently Scaling Transformer Inference", sec. 2-3), and the attention core of decode reads
+the whole KV cache. Tensor parallelism adds two all-reduces per layer (Megatron, Shoeybi et al. 2019,
+sec. 3) timed by cost/comm.collective_time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import params as P
+from ..comm import Collective, collective_time
+from .engines import STATIC_SHAPE_FAMILIES
+from .formats import effective_context
+from .replica import Deployment
+
+
+def _op(flops, nbytes, d: Deployment):
+    return np.maximum(flops / d.compute_rate, nbytes / d.memory_rate)
+
+
+def _mlp_weights(d: Deployment, tokens):
+    """(weights streamed, weights each token multiplies) of all MLPs for a pass over `tokens` tokens.
+
+    MoE: a batch touches E (1 - (1 - k/E)^tokens) experts per layer in expectation
+    (uniform routing), so decode weight traffic grows with the batch."""
+    m = d.model
+    dense = m.dense_layers * P.mlp_params(m.hidden, m.ffn_hidden, m.mlp)
+    if not m.moe:
+        return dense + 0 * tokens, dense
+    routed, always = P.moe_params(m)
+    e = m.moe
+    touched = 1.0 - (1.0 - e.topk / e.experts) ** np.maximum(tokens, 1.0)
+    streamed = dense + m.moe_layers * (always + routed * touched)
+    per_token = dense + m.moe_layers * (always + routed * e.topk / e.experts)
+    return streamed, per_token
+
+
+def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
+    """Seconds of one forward pass (a batch iteration) of the replica -> (time, breakdown).
+
+    new_tokens: tokens computed in the pass (prompt tokens + one per decoding sequence);
+    seqs: sequences producing a logit row; kv_tokens: KV-cache tokens read (summed over
+    sequences); attn_pairs: query-key pairs scored (sum over sequences of q x kv).
+    The breakdown's parts sum to the total."""
+    m = d.model
+    new_tokens = np.asarray(new_tokens, dtype=float)
+    wb = d.weights.bits / 8.0
+    act = 2.0  # bytes per activation element (bf16)
+    h = m.hidden
+    qkv = m.layers * h * (m.q_dim + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
+    out = m.layers * m.attn_out_dim * h
+    mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens)
+    logits = m.vocab * h
+    parts = {
+        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim + 2 * m.kv_dim) * m.layers, d),
+        "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
+                              d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
+        "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
+        "mlp": _op(2 * mlp_per_token * new_tokens, mlp_stream * wb + act * new_tokens * 2 * h * m.layers, d),
+        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * d.weights.logits_bits / 8.0, d),
+    }
+    if d.tp > 1 and not d.is_cpu:
+        ar = collective_time(Collective.ALL_REDUCE, new_tokens * h * act, d.tp, 1, d.system, d.calibration)
+        parts["comm/tp"] = 2.0 * m.layers * ar
+    else:
+        parts["comm/tp"] = 0.0 * new_tokens
+    parts["overhead"] = m.layers * d.efficiency.layer_overhead_s + 0.0 * new_tokens
+    total = sum(parts.values())
+    return total, parts
+
+
+def prefill_time(d: Deployment, batch, input_tokens):
+    """Seconds to prefill `batch` prompts of `input_tokens` (causal: I^2/2 pairs each), pass only."""
+    b = np.asarray(batch, dtype=float)
+    i = np.maximum(np.asarray(input_tokens, dtype=float), 1.0)
+    return step_time(d, b * i, b, b * effective_context(d.model, i), b * i * effective_context(d.model, i) / 2.0)
+
+
+def decode_time(d: Deployment, batch, context):
+    """Seconds of one decode step of `batch` sequences, each attending to `context` tokens."""
+    b = np.asarray(batch, dtype=float)
+    c = effective_context(d.model, np.maximum(np.asarray(context, dtype=float), 1.0))
+    return step_time(d, b, b, b * c, b * c)
+
+
+def decode_window(d: Deployment, input_tokens, output_tokens):
+    """KV tokens each sequence's decode step reads, averaged over the O steps of a request of fixed shape.
+
+    Engines with dynamic shapes (llama.cpp, TGI/vLLM paged attention) read the live context, I + O/2
+    on average (attention cost is linear in it). Neuron engines run a decode graph compiled for a fixed
+    KV length, here the request's sequence length I + O: every step reads and scores the whole window and
+    masks the unused part ("every decode step reads ceil(max_model_len / block_size) KV blocks per request
+    from HBM regardless of the request's actual position ... the DMA traffic is real", Neuron docs, vLLM
+    Neuron "Decode Context-Length Bucketing")."""
+    if d.family in STATIC_SHAPE_FAMILIES:
+        return input_tokens + output_tokens
+    return input_tokens + output_tokens / 2.0

@@ -1,0 +1,381 @@
+"""One training forecast: a layout checked (or searched) and evaluated, as a frozen TrainResult.
+
+flopcast.api.train wraps `train` here for users (strings such as tokens="15T" accepted); the capacity
+planner and the claims call it directly. Errors name the Python argument (`tp=3 must divide ...`); the
+command line renames them to its flags.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import catalog, limits
+from ..cost.efficiency import Calibration
+from ..errors import FlopcastError
+from ..frame import Tabular
+from ..model import hf
+from ..model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
+from ..model.system import Dtype, System
+from ..model.workload import Model
+from ..simulate import training
+from ..units import DAY, HOUR, GiB
+from . import search as search_mod
+
+# the ~300B dense GPT of AWS's "300-billion-parameter model in weeks" claim; catalog entry gpt-300b
+DEFAULT_MODEL = "gpt-300b"
+DEFAULT_SYSTEM = "trn2.48xlarge"
+DEFAULT_INSTANCES = 64  # 1,024 Trainium2 chips
+TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 (Chinchilla): ~20 training tokens per parameter
+
+
+@dataclass(frozen=True)
+class TrainResult(Tabular):
+    model: Model
+    system: System
+    layout: Layout
+    chips: int  # chips allocated (the cluster)
+    step_time_s: float
+    time_breakdown_s: dict
+    memory_breakdown_bytes: dict
+    memory_capacity_bytes: float
+    fits: bool
+    tokens_per_s: float
+    tokens_per_s_per_chip: float
+    model_tflops_per_chip: float
+    mfu: float
+    hfu: float
+    tokens: float | None = None
+    layout_source: str = "given"  # given | searched | rule
+    chosen_fields: tuple = ()
+    calibration_basis: str = ""
+    notes: tuple = ()
+    search_summary: dict = field(default_factory=dict)
+
+    @property
+    def chips_used(self) -> int:
+        return self.layout.chips
+
+    @property
+    def idle_chips(self) -> int:
+        return self.chips - self.layout.chips
+
+    @property
+    def memory_bytes(self) -> float:
+        return sum(self.memory_breakdown_bytes.values())
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / GiB
+
+    @property
+    def time_to_train_s(self) -> float | None:
+        return None if not self.tokens else self.tokens / self.tokens_per_s
+
+    @property
+    def chip_hours(self) -> float | None:
+        t = self.time_to_train_s
+        return None if t is None else t / HOUR * self.chips
+
+    @property
+    def instances(self) -> int:
+        """Whole instances rented: a cluster of chips that is not a multiple of a node still pays for the node."""
+        return math.ceil(self.chips / self.system.chips_per_node)
+
+    @property
+    def instance_hours(self) -> float | None:
+        t = self.time_to_train_s
+        return None if t is None else t / HOUR * self.instances
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """Chip power x chips x time: accelerator TDP only (no host, network or cooling)."""
+        if self.chip_hours is None or self.system.chip.power is None:
+            return None
+        return self.chip_hours * self.system.chip.power / 1e3
+
+    @property
+    def cost_usd(self) -> float | None:
+        if self.instance_hours is None or self.system.price_per_hour is None:
+            return None
+        return self.instance_hours * self.system.price_per_hour
+
+    @property
+    def expected(self):
+        """Time-to-train with faults, checkpoints and restarts (cost/reliability.py), or None without tokens.
+
+        Straggler variation is left out here (cv = 0): the calibrated efficiencies already hold what
+        the measured runs lost to it; `flopcast reliability --cv` models it explicitly.
+        """
+        if not self.tokens:
+            return None
+        from ..cost.reliability import GoodputAssumptions, goodput_for
+
+        return goodput_for(self, GoodputAssumptions())
+
+    def why_missing(self) -> dict:
+        """For each figure that cannot be computed, why."""
+        out = {}
+        if not self.tokens:
+            for k in ("time_to_train", "chip_hours", "energy", "cost"):
+                out[k] = "no tokens given"
+            return out
+        if self.system.chip.power is None:
+            out["energy"] = f"no published power for {self.system.chip.name}: " + str(
+                self.system.chip.notes.get("power", "not published"))
+        if self.system.price_per_hour is None:
+            out["cost"] = f"no known price for {self.system.id}: " + str(
+                self.system.notes.get("price_per_hour", "not published"))
+        return out
+
+    def to_dict(self) -> dict:
+        mem = self.memory_breakdown_bytes
+        d = {
+            "model": self.model.label,
+            "hardware": self.system.id,
+            "chip": self.system.chip.id,
+            "chips": self.chips,
+            "chips_used": self.chips_used,
+            "idle_chips": self.idle_chips,
+            "layout": self.layout.as_dict(),
+            "layout_source": self.layout_source,
+            "chosen_fields": list(self.chosen_fields),
+            "microbatches": self.layout.microbatches,
+            "step_time_s": self.step_time_s,
+            "time_breakdown_s": dict(self.time_breakdown_s),
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
+            "model_tflops_per_chip": self.model_tflops_per_chip,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory_gib": self.memory_gib,
+            "memory_breakdown_gib": {k: v / GiB for k, v in mem.items()},
+            "memory_capacity_gib": self.memory_capacity_bytes / GiB,
+            "fits": bool(self.fits),
+            "tokens": self.tokens,
+            "time_to_train_s": self.time_to_train_s,
+            "time_to_train_days": None if self.time_to_train_s is None else self.time_to_train_s / DAY,
+            "chip_hours": self.chip_hours,
+            "instances": self.instances,
+            "instance_hours": self.instance_hours,
+            "expected_time_to_train_s": self.expected.expected_s if self.expected else None,
+            "expected_time_to_train_days": self.expected.expected_s / DAY if self.expected else None,
+            "goodput": self.expected.goodput if self.expected else None,
+            "expected_interruptions": self.expected.interruptions if self.expected else None,
+            "checkpoint_interval_s": self.expected.interval_s if self.expected else None,
+            "energy_kwh": self.energy_kwh,
+            "cost_usd": self.cost_usd,
+            "unavailable": self.why_missing(),
+            "calibration_basis": self.calibration_basis,
+            "notes": list(self.notes),
+        }
+        return d
+
+
+def resolve_model(model: str | Model, seq_len: int | None = None) -> Model:
+    m = model if isinstance(model, Model) else catalog.load_model(model)
+    if seq_len is not None:
+        m = replace(m, seq_len=limits.check("seq_len", seq_len))
+    return m
+
+
+def resolve_system(hardware: str | System) -> System:
+    return hardware if isinstance(hardware, System) else catalog.system_for(hardware)
+
+
+def _enum(cls, value, name):
+    if value is None or isinstance(value, cls):
+        return value
+    if cls is Dtype:
+        return Dtype.parse(str(value))
+    return parse_choice(cls, str(value), name)
+
+
+def check_positive(**kw):
+    """Each count in its range (flopcast.limits); one sentence naming the argument otherwise."""
+    for k, v in kw.items():
+        limits.check(k, v)
+
+
+def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_batch=None, global_batch=None,
+                 recompute=None, sharding=None, sequence_parallel=None, dtype=None, schedule=None,
+                 batch_range=None, dtypes=None) -> search_mod.SearchSpace:
+    """A search space with the given fields pinned."""
+    check_positive(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch)
+    one = lambda v: None if v is None else (v,)
+    rc, sh, dt, sc = (_enum(Recompute, recompute, "recompute"), _enum(Sharding, sharding, "sharding"),
+                      _enum(Dtype, dtype, "dtype"), _enum(Schedule, schedule, "schedule"))
+    if vp is not None and vp > 1 and sc is None:
+        sc = Schedule.INTERLEAVED
+    if dtypes:
+        dts = tuple(_enum(Dtype, d, "dtype") for d in dtypes)
+    else:
+        dts = one(dt) or (Dtype.BF16,)
+    return search_mod.SearchSpace(
+        tp=one(tp), pp=one(pp), dp=one(dp), cp=one(cp), ep=one(ep), vp=one(vp), micro_batch=one(micro_batch),
+        global_batch=one(global_batch), recompute=one(rc), sharding=one(sh),
+        sequence_parallel=None if sequence_parallel is None else (int(bool(sequence_parallel)),),
+        dtype=dts, schedule=one(sc), batch_range=batch_range,
+    )
+
+
+MAX_TOKENS = limits.LIMITS["tokens"].high  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens)
+
+
+def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
+    vals = [d for d in range(1, limit + 1) if n % d == 0 and ok(d)]
+    return ", ".join(map(str, vals)) or "none"
+
+
+def _check_pinned(m: Model, system: System, layout: dict):
+    """One sentence per pinned field that cannot work whatever the other fields are."""
+    chip, node = system.chip, system.chips_per_node
+    check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
+    tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
+    if tp is not None:
+        splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
+        valid_tp = _valid_divisors(m.heads, node, splits_kv)
+        if tp > node:
+            raise FlopcastError(f"`tp={tp}` exceeds the {node} chips of one {system.id} node; tensor parallelism "
+                                f"stays within a node (valid: {valid_tp})")
+        if m.heads % tp or not splits_kv(tp):
+            raise FlopcastError(f"`tp={tp}` must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
+                                f"valid on {system.id}: {valid_tp}")
+    if layout.get("sequence_parallel") and tp == 1:
+        raise FlopcastError("`sequence_parallel=True` needs `tp` > 1 (it splits the tensor-parallel group's activations)")
+    if pp is not None and pp > m.layers:
+        raise FlopcastError(f"`pp={pp}` exceeds the {m.layers} layers of {m.label}")
+    if cp is not None and m.seq_len % cp:
+        raise FlopcastError(f"`cp={cp}` must divide the sequence of {m.seq_len} tokens")
+    if ep is not None and ep > 1:
+        if not m.moe:
+            raise FlopcastError(f"`ep={ep}`: {m.label} is a dense model (expert parallelism needs experts); leave `ep` out")
+        if m.moe.experts % ep:
+            raise FlopcastError(f"`ep={ep}` must divide the {m.moe.experts} experts of {m.label} "
+                                f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
+    schedule = layout.get("schedule")
+    if vp is not None and vp > 1:
+        if schedule is not None and _enum(Schedule, schedule, "schedule") != Schedule.INTERLEAVED:
+            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` (virtual stages exist only in it)")
+        if pp == 1:
+            raise FlopcastError(f"`vp={vp}` needs `pp` > 1 (virtual stages split pipeline stages)")
+    dtype = layout.get("dtype")
+    if dtype is not None:
+        d = _enum(Dtype, dtype, "dtype")
+        why = search_mod.training_dtype_problem(chip, d)
+        if why:
+            valid = [x.label for x in Dtype if search_mod.training_dtype_problem(chip, x) is None]
+            raise FlopcastError(f"`dtype={d.label}`: {why}; valid on {chip.id}: {', '.join(valid)}")
+
+
+def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
+    lb = LayoutBatch.of([layout])
+    broken = [name for name, ok in search_mod.rules(model, system, lb, chips, exact_chips=True).items() if not ok[0]]
+    if not broken:
+        return
+    rule = broken[0]
+    detail = {
+        "tp divides the attention heads": f"tp={layout.tp}, heads={model.heads}, kv heads={model.kv_heads}",
+        "tp fits within one node": f"tp={layout.tp}, {system.id} has {system.chips_per_node} chips per node",
+        "pp x vp does not exceed the layers": f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
+        "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, micro-batch {layout.micro_batch}",
+        "cp divides the sequence": f"cp={layout.cp}, sequence {model.seq_len}",
+        "ep is 1 for dense models and divides the experts and dp": f"ep={layout.ep}, dp={layout.dp}, experts={model.moe.experts if model.moe else 0}",
+        "tp x pp x dp x cp equals the chips": f"{layout.tp}x{layout.pp}x{layout.dp}x{layout.cp}={layout.chips}, chips={chips}",
+        "chips available": f"the layout needs {layout.chips} chips, the cluster has {chips}",
+        "sequence parallel needs tp > 1": "use `sequence_parallel=False` with tp=1",
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": f"vp={layout.vp}, pp={layout.pp}, schedule={label(layout.schedule)}",
+    }.get(rule, "")
+    raise FlopcastError(f"invalid layout: {rule} ({detail})")
+
+
+def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: Calibration, tokens=None,
+                layout_source="given", chosen=(), notes=(), summary=None) -> TrainResult:
+    layout = lb.layout(i)
+    g = lambda k: float(np.asarray(res[k])[i]) if np.ndim(res[k]) else float(res[k])
+    parts = {k: float(np.broadcast_to(v, res["step_time_s"].shape)[i]) for k, v in res["time_parts"].items()}
+    mem = {k: float(np.broadcast_to(v, res["step_time_s"].shape)[i]) for k, v in res["memory_parts"].items()}
+    return TrainResult(
+        model=model, system=system, layout=layout, chips=int(chips),
+        step_time_s=g("step_time_s"), time_breakdown_s=parts, memory_breakdown_bytes=mem,
+        memory_capacity_bytes=system.chip.memory, fits=bool(np.asarray(res["fits"])[i]),
+        tokens_per_s=g("tokens_per_s"), tokens_per_s_per_chip=g("tokens_per_s") / chips,
+        model_tflops_per_chip=g("model_flops_per_s_per_chip") * layout.chips / chips / 1e12,
+        mfu=g("mfu") * layout.chips / chips, hfu=g("hfu") * layout.chips / chips,
+        tokens=tokens, layout_source=layout_source, chosen_fields=tuple(chosen),
+        calibration_basis=cal.basis(system.chip), notes=tuple(notes) + hf.result_notes(model),
+        search_summary=summary or {},
+    )
+
+
+def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
+          *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | None = None,
+          objective: str = "throughput", progress=None, shared=None, **layout) -> TrainResult:
+    """Forecast one training configuration. Layout fields left out are chosen by the search.
+
+    layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
+    sequence_parallel, dtype, schedule (enum members or their names).
+    progress: a flopcast.progress.Progress that counts the searched candidates (optional).
+    shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
+    """
+    m = resolve_model(model, seq_len)
+    system = resolve_system(hardware)
+    cal = calibration or catalog.calibration()
+    if chips is None:
+        chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
+    check_positive(chips=chips)
+    if chips > system.max_chips:
+        raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; `chips={chips}` is more")
+    tokens = limits.check("tokens", tokens)
+    unknown = set(layout) - set(Layout.__dataclass_fields__)
+    if unknown:
+        raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
+    _check_pinned(m, system, layout)
+    space = layout_space(**layout)
+    pinned = space.pinned()
+    free = [k for k in Layout.__dataclass_fields__ if k not in pinned and not (k == "ep" and not m.moe)]
+    if not m.moe:
+        space = replace(space, ep=(1,))
+    degrees = [layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k)]
+    if len(degrees) == 4 and math.prod(degrees) != chips or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees):
+        raise FlopcastError(f"invalid layout: tp x pp x dp x cp equals the chips "
+                            f"({' x '.join(map(str, degrees))} = {math.prod(degrees)}, chips={chips})")
+    if "dp" in free and all(k in pinned for k in ("tp", "pp")):
+        cp = layout.get("cp") or 1
+        if chips % (layout["tp"] * layout["pp"] * cp):
+            raise FlopcastError(f"invalid layout: tp x pp x cp = {layout['tp'] * layout['pp'] * cp} does not divide chips={chips}")
+        space = replace(space, dp=(chips // (layout["tp"] * layout["pp"] * cp),), cp=space.cp or (1,))
+        free.remove("dp")
+    if not free:
+        lay = Layout(**{k: v[0] for k, v in space.pinned().items()})
+        _scalar_rules(m, system, lay, chips)
+        lb = LayoutBatch.of([lay])
+        res = training.evaluate(m, system, lb, cal)
+        return result_from(m, system, chips, lb, res, 0, cal, tokens)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared)
+
+
+def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None) -> TrainResult:
+    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared)
+    if out.n_fit == 0:
+        reasons = search_mod.rejection_summary(out.rejected)
+        if out.batch.size and out.results:
+            # nothing fits: show the layout that comes closest, as a result with its breakdown
+            i = int(np.argmin(out.results["memory_bytes"]))
+            return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
+                               notes=(f"no layout fits in memory; showing the smallest footprint ({reasons})",))
+        raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips ({reasons or 'no candidates'})")
+    i = int(out.order[0])
+    summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
+    return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
+                       notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} fit)",),
+                       summary=summary)
+
+
+def default_tokens(model: Model) -> float:
+    from ..cost.params import total_params
+
+    return TOKENS_PER_PARAM * total_params(model)
+
