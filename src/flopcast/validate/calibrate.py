@@ -23,7 +23,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.efficiency import MEMORY_CEILING, Calibration, FamilyEfficiency, gemm_ceiling
+from ..cost.efficiency import (
+    MEMORY_CEILING,
+    Calibration,
+    FamilyEfficiency,
+    gemm_ceiling,
+)
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from . import lockstep
@@ -246,13 +251,18 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | Non
 
 
 def parallel_map(fn, items, workers: int | None = None) -> list:
-    """[fn(x) for x in items] on a process pool of `workers` processes (the CPU count by default; 1: here)."""
+    """[fn(x) for x in items] on the sweep's local executor (a process pool of `workers`, the CPU count by
+    default; 1: here), in the items' order; a task's error is raised here, as the serial loop would."""
+    from ..sweep import executors
+
     items = list(items)
-    n = max(1, min(workers or os.cpu_count() or 1, len(items)))
-    if n == 1:
-        return [fn(x) for x in items]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(fn, items, chunksize=max(1, len(items) // (4 * n))))
+    n = max(1, min(workers or executors.default_workers(), len(items) or 1))
+    out: list = [None] * len(items)
+    for o in executors.run(items, fn, workers=n, batch=max(1, len(items) // (4 * n))):
+        if not o.ok:
+            raise FlopcastError(o.error)
+        out[o.index] = o.value
+    return out
 
 
 def _search(args):

@@ -9,33 +9,59 @@ would). The measured column is read only to compare, and by the fit.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
-import math
 import re
 import statistics
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from .. import catalog
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
-                              Sharding, Software, parse_choice)
+from ..model.strategy import (
+    ERA_2021_SOFTWARE,
+    MODERN_SOFTWARE,
+    Layout,
+    LayoutBatch,
+    Recompute,
+    Schedule,
+    Sharding,
+    Software,
+    parse_choice,
+)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..plan import search as search_mod
 from ..simulate import training
 from . import measured
+from .architecture import (  # noqa: F401
+    DEFAULT_SEQ_LEN,
+    DEFAULT_VOCAB,
+    model_and_assumptions,
+    model_of,
+)
+from .rows import (  # noqa: F401
+    COUNT_COLUMNS,
+    MEASURED,
+    REQUIRED,
+    SHIPPED,
+    TEXT_REQUIRED,
+    VALIDATION_DIR,
+    _float,
+    _int,
+    _read_all,
+    _safe_float,
+    check_columns,
+    check_row,
+    parse_number,
+    read_rows,
+    read_table,
+    require_rows,
+    resolve_files,
+)
 
-REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
-            "global_batch", "dtype")
 LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
-MEASURED = "measured_tokens_per_s_per_chip"
-
 # Sequence parallelism and selective recomputation (Korthikanti et al. 2022, arXiv:2205.05198, 10 May 2022)
 # and FlashAttention (Dao et al. 2022, arXiv:2205.14135, 27 May 2022) appeared in May 2022, context
 # parallelism later still. A run whose source is dated before that could not use them: its blank cells are
@@ -118,220 +144,6 @@ class Skipped:
     measured: float | None = None
     model: str = ""
     chips: int = 0
-
-
-def read_table(path: str | Path) -> tuple[list[str], list[dict]]:
-    """(header, rows) of a CSV: header names stripped, short rows padded with "", rows of blank cells dropped.
-
-    One-line FlopcastErrors for a missing, unreadable or empty file (shared by the serving reader)."""
-    path = Path(path)
-    if not path.exists():
-        raise FlopcastError(f"file {path} does not exist")
-    if path.is_dir():
-        raise FlopcastError(f"{path} is a folder, not a CSV file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a spreadsheet's byte-order mark is not a column name
-    except UnicodeDecodeError:
-        raise FlopcastError(f"{path} is not a UTF-8 text CSV") from None
-    except OSError as exc:
-        raise FlopcastError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise FlopcastError(f"{path} is empty")
-    try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        header = [(h or "").strip() for h in reader.fieldnames or []]
-        reader.fieldnames = header
-        rows = []
-        for row in reader:
-            row = {k: ("" if v is None else v) for k, v in row.items() if k is not None}
-            if any(v.strip() for v in row.values()):
-                rows.append(row)
-    except csv.Error as exc:
-        raise FlopcastError(f"{path} is not a readable CSV: {exc}") from None
-    return header, rows
-
-
-def read_rows(path: str | Path) -> tuple[list[str], list[dict]]:
-    return read_table(path)
-
-
-def require_rows(rows, path) -> None:
-    if not rows:
-        raise FlopcastError(f"{path} has no rows (only a header)")
-
-
-def check_columns(header, path, required=REQUIRED):
-    missing = [c for c in required if c not in header]
-    if not any(k in header for k in measured.KINDS):
-        missing.append(MEASURED)
-    if missing:
-        raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the training schema needs "
-                            f"{', '.join(required)} and a measured figure ({', '.join(measured.KINDS)}; "
-                            "see validation/README.md)")
-
-
-def _int(v):
-    v = (v or "").strip()
-    return int(float(v)) if v else None
-
-
-def _float(v):
-    v = (v or "").strip()
-    return float(v) if v else None
-
-
-def parse_number(col: str, value, whole: bool = False, minimum: float | None = None) -> float | int | None:
-    """A cell as a number, None when blank; FlopcastError naming the column and value otherwise.
-
-    whole: a count (int; 8.0 is read as 8, 8.5 is refused); minimum: the least value allowed."""
-    s = (value or "").strip()
-    if not s:
-        return None
-    try:
-        v = float(s)
-    except ValueError:
-        raise FlopcastError(f"{col} {s!r} is not a number") from None
-    if not math.isfinite(v):
-        raise FlopcastError(f"{col} {s!r} is not a finite number")
-    if whole:
-        if v != int(v):
-            raise FlopcastError(f"{col} {s!r} is not a whole number")
-        v = int(v)
-    if minimum is not None and v < minimum:
-        what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
-        raise FlopcastError(f"{col} must be {what}, got {s}")
-    return v
-
-
-def _safe_float(v) -> float | None:
-    """The measured cell of a skipped row, for the listing only: None unless a finite number."""
-    try:
-        x = float((v or "").strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-# count columns and the least value each may take (moe_*: 0 or blank is a dense model)
-COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
-                                "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
-COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
-TEXT_REQUIRED = ("model", "hardware")
-
-
-def check_row(row: dict) -> float:
-    """Every numeric cell of a training row readable and possible; the measured figure (> 0) returned.
-
-    FlopcastError (the row's skip reason) naming the first bad cell: not a number, not a whole count,
-    a count below 1, a blank required cell, or a measured figure that is blank, zero, negative or not finite."""
-    for col in TEXT_REQUIRED:
-        if not (row.get(col) or "").strip():
-            raise FlopcastError(f"{col} is blank")
-    if not (row.get("chips") or "").strip():
-        raise FlopcastError("chips is blank")
-    for col, least in COUNT_COLUMNS.items():
-        parse_number(col, row.get(col), whole=True, minimum=least)
-    parse_number("params_b", row.get("params_b"))
-    kind = measured.stated_kind(row)
-    if kind is None:
-        raise FlopcastError(f"{MEASURED} is blank (and no other measured figure is given: "
-                            f"{', '.join(measured.KINDS[1:])}): nothing to compare with")
-    m = parse_number(kind, (row.get(kind) or "").strip().rstrip("%") if kind == measured.MFU else row.get(kind))
-    if m is not None and m <= 0:
-        raise FlopcastError(f"{kind} must be positive, got {row[kind].strip()}")
-    return m
-
-
-def _catalog_model(row: dict) -> Model | None:
-    """The catalog entry named like the row whose dimensions agree with the row's stated ones."""
-    name = row["model"].strip().lower()
-    key = catalog.resolve_name("model", name)
-    candidates = [key] if key else []
-    # an alias may be shared by entries of different sources: check every entry naming it
-    for k, e in catalog.raw("model").items():
-        if name in [str(a).lower() for a in e.get("aliases") or []] and k not in candidates:
-            candidates.append(k)
-    for k in candidates:
-        m = catalog.load_model(k)
-        dims = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads}
-        if all(_int(row.get(d)) in (None, v) for d, v in dims.items()):
-            return m
-    return None
-
-
-# Architecture cells a row may leave blank, and what a model of no catalog relative takes: multi-head attention
-# (the row states no grouping); a GeLU MLP of 4h (Vaswani et al. 2017, sec. 3.3) or a SwiGLU MLP of 8h/3 rounded up
-# to a multiple of 256 (LLaMA, Touvron et al. 2023, sec. 2.2 and its released code's multiple_of); the LLaMA
-# tokenizer's 32,000 entries (Touvron et al. 2023, sec. 2.1), the most common vocabulary of the published runs.
-DEFAULT_VOCAB = 32000
-DEFAULT_SEQ_LEN = 2048  # GPT-3's context (Brown et al. 2020, sec. 2.1), the catalog's default
-
-
-def _default_ffn(hidden: int, mlp: str) -> int:
-    if mlp == "swiglu":
-        return 256 * math.ceil(8 * hidden / 3 / 256)
-    return 4 * hidden
-
-
-def _relative(d: dict) -> Model | None:
-    """The catalog model with the row's hidden width and heads (and MLP kind, if stated) whose layer count is
-    closest: its vocabulary, kv heads and FFN are the best guess for a model that shares its dimensions."""
-    best = None
-    for key in sorted(catalog.raw("model")):
-        try:
-            m = catalog.load_model(key)
-        except FlopcastError:
-            continue
-        if (m.hidden, m.heads) != (d["hidden"], d["heads"]) or bool(m.moe) != ("moe" in d):
-            continue
-        if "mlp" in d and m.mlp.value != d["mlp"]:
-            continue
-        if best is None or abs(m.layers - d["layers"]) < abs(best.layers - d["layers"]):
-            best = m
-    return best
-
-
-def model_of(row: dict) -> Model:
-    return model_and_assumptions(row)[0]
-
-
-def model_and_assumptions(row: dict) -> tuple[Model, tuple[str, ...]]:
-    """The row's model, and a sentence for each architecture cell it did not state and flopcast filled."""
-    base = _catalog_model(row)
-    d = {}
-    for key in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len"):
-        v = _int(row.get(key))
-        if v is not None:
-            d[key] = v
-    if row.get("mlp"):
-        d["mlp"] = row["mlp"].strip().lower()
-    e = _int(row.get("moe_experts"))
-    if e:
-        d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
-    if base is not None:
-        upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
-        if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
-            upd.pop("ffn_hidden")
-        blank = [k for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len") if k not in d]
-        said = (f"{', '.join(blank)} from the catalog's {base.id}",) if blank else ()
-        return replace(base, **upd), said
-    lacking = [k for k in ("layers", "hidden", "heads") if k not in d]
-    if lacking:
-        raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(lacking)}; "
-                            "state them or use a catalog model name (flopcast list models)")
-    said = []
-    rel = _relative(d)
-    for key, default in (("kv_heads", d["heads"]), ("ffn_hidden", _default_ffn(d["hidden"], d.get("mlp", "gelu"))),
-                         ("vocab", DEFAULT_VOCAB), ("seq_len", DEFAULT_SEQ_LEN)):
-        if key in d or (key == "ffn_hidden" and "moe" in d):
-            continue
-        if rel is not None:
-            d[key] = getattr(rel, key)
-            said.append(f"{key} {d[key]} from the catalog's {rel.id} (same hidden and heads)")
-        else:
-            d[key] = default
-            said.append(f"{key} {default} (default: no catalog model has hidden {d['hidden']} and {d['heads']} heads)")
-    return catalog.model_from_dict(row["model"], d), tuple(said)
 
 
 # A node's scale-out network as a source states it, e.g. "A100 80GB (1600 Gbps RoCE) section": the
@@ -426,42 +238,6 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     return Case(run, row.get("source", ""), model, system, chips, space, chosen, value, software, assumed)
 
 
-# The measured runs the repository ships (validation/), by short name; `training` is the union of the training files.
-VALIDATION_DIR = Path(__file__).resolve().parents[3] / "validation"
-SHIPPED = {
-    "calibration_runs": ("calibration_runs.csv",),
-    "more_training_runs": ("more_training_runs.csv",),
-    "training": ("calibration_runs.csv", "more_training_runs.csv"),
-    "inference_runs": ("inference_runs.csv",),
-    "more_inference_runs": ("more_inference_runs.csv",),
-}
-
-
-def resolve_files(name) -> list[Path]:
-    """The CSV file(s) a validate/calibrate argument names: a path, or a short name of a shipped file (SHIPPED)."""
-    p = Path(name)
-    if p.exists() or str(name) not in SHIPPED:
-        return [p]
-    files = [VALIDATION_DIR / f for f in SHIPPED[str(name)]]
-    missing = [str(f) for f in files if not f.exists()]
-    if missing:
-        raise FlopcastError(f"{name} names the shipped file(s) {', '.join(missing)}, which this installation lacks; "
-                            "pass a CSV path instead")
-    return files
-
-
-def _read_all(path) -> list[dict]:
-    """The rows of one CSV, or of several (a list, or a short name from SHIPPED), checked against the schema."""
-    paths = list(path) if isinstance(path, (list, tuple)) else resolve_files(path)
-    out = []
-    for p in paths:
-        header, rows = read_table(p)
-        check_columns(header, p)
-        require_rows(rows, p)
-        out.extend(rows)
-    return out
-
-
 def load_cases(path) -> tuple[list[Case], list[Skipped]]:
     """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip).
 
@@ -479,7 +255,6 @@ def load_cases(path) -> tuple[list[Case], list[Skipped]]:
             skipped.append(Skipped(row.get("run_id") or "?", row.get("source", ""), row.get("hardware", ""), str(exc),
                                    _safe_float(row.get(MEASURED)), row.get("model", ""), chips))
     return cases, skipped
-
 
 def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
     """The stated layout completed by the search; (None, reason) when nothing valid fits."""
