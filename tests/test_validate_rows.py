@@ -48,3 +48,11 @@ def test_a_row_without_dimensions_names_what_it_lacks():
     skipped = [r for r in rows if r.status == "skipped"]
     assert all("lacks layers, hidden, heads" in r.reason for r in skipped)
     assert len(rows) - len(skipped) >= 48
+
+
+def test_short_names_name_the_shipped_files():
+    assert [p.name for p in vt.resolve_files("training")] == ["calibration_runs.csv", "more_training_runs.csv"]
+    assert [p.name for p in vt.resolve_files("more_inference_runs")] == ["more_inference_runs.csv"]
+    assert vt.resolve_files("my_runs.csv")[0].name == "my_runs.csv"  # a path is a path
+    cases, skipped = vt.load_cases("training")
+    assert len(cases) + len(skipped) == 140
