@@ -20,7 +20,7 @@ def test_training_files_mape_does_not_regress():
     assert s["n_ok"] >= 138
     assert s["mape_pct"] <= MAPE_GUARD_PCT
     assert abs(s["bias_pct"]) <= BIAS_GUARD_PCT
-    for key in ("by_family", "by_architecture"):
+    for key in ("by_family", "by_kind"):
         assert sum(v["n"] for v in s[key].values()) == s["n_ok"]
 
 
@@ -32,7 +32,7 @@ def test_validate_json_shape(calibration_csv, capsys):
                 "error_pct", "layout"):
         assert key in row
     for key in ("n_ok", "n_skipped", "mape_pct", "median_ape_pct", "bias_pct", "by_source", "by_hardware", "by_family",
-                "by_architecture"):
+                "by_kind"):
         assert key in d["summary"]
 
 

@@ -12,7 +12,9 @@ from dataclasses import replace
 from .. import catalog
 from ..errors import FlopcastError
 from ..model.workload import Model
-from .rows import _int
+from .rows import ARCH_COLUMNS, _int
+
+_MOE_ARCH = {"moe_shared_experts": "shared_experts", "moe_dense_layers": "dense_layers", "moe_layer_freq": "layer_freq"}
 
 
 def _catalog_model(row: dict) -> Model | None:
@@ -81,13 +83,28 @@ def model_and_assumptions(row: dict) -> tuple[Model, tuple[str, ...]]:
     e = _int(row.get("moe_experts"))
     if e:
         d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
+    arch = {k: _int(row.get(k)) for k in ARCH_COLUMNS if _int(row.get(k)) is not None}
     if base is not None:
         upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
         if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
             upd.pop("ffn_hidden")
+        if "mtp_layers" in arch:
+            upd["mtp_layers"] = arch["mtp_layers"]
+        if base.moe and any(k.startswith("moe_") for k in arch):
+            upd["moe"] = replace(base.moe, **{f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
+        if "mla_kv_lora_rank" in arch:
+            if not base.mla:
+                raise FlopcastError(f"mla_kv_lora_rank is set but {base.label} has no multi-head latent attention")
+            upd["mla"] = replace(base.mla, kv_lora_rank=arch["mla_kv_lora_rank"])
         blank = [k for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len") if k not in d]
         said = (f"{', '.join(blank)} from the catalog's {base.id}",) if blank else ()
         return replace(base, **upd), said
+    if "mla_kv_lora_rank" in arch:
+        raise FlopcastError("mla_kv_lora_rank needs a catalog model with MLA (the other latent widths come from it)")
+    if "moe" in d:
+        d["moe"].update({f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
+    if "mtp_layers" in arch:
+        d["mtp_layers"] = arch["mtp_layers"]
     lacking = [k for k in ("layers", "hidden", "heads") if k not in d]
     if lacking:
         raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(lacking)}; "

@@ -346,7 +346,7 @@ def _held_out(args) -> vt.RowResult:
         return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
                             measured=c.measured)
     return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why, lay.as_dict(),
-                        c.chosen, vt.predict(c, lay, cal), c.measured, moe=bool(c.model.moe), assumed=c.assumed)
+                        c.chosen, vt.predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense", c.assumed)
 
 
 def cross_validate(path, progress=None, workers: int | None = None) -> dict:

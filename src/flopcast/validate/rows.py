@@ -114,6 +114,10 @@ def _safe_float(v) -> float | None:
 COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
                                 "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
 COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
+# optional architecture columns (validation/README.md): MoE placement, multi-token prediction, MLA's latent
+ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
+                "mla_kv_lora_rank": 1}
+COUNT_COLUMNS.update(ARCH_COLUMNS)
 TEXT_REQUIRED = ("model", "hardware")
 
 

@@ -207,7 +207,9 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
         if "recompute" not in pinned:
             pinned["recompute"] = (Recompute.NONE, Recompute.FULL)
-    if "vp" in pinned:
+    if (row.get("schedule") or "").strip():
+        pinned["schedule"] = (parse_choice(Schedule, row["schedule"], "schedule"),)
+    elif "vp" in pinned:
         pinned["schedule"] = (Schedule.INTERLEAVED,) if pinned["vp"][0] > 1 else (Schedule.ONE_F_ONE_B,)
     # degrees: when three of tp, pp, dp, cp are stated the fourth follows from the chip count; when all
     # four are stated but multiply to a divisor of the chips, the missing factor r is data parallel when
@@ -294,8 +296,8 @@ class RowResult:
     chosen: tuple = ()
     predicted: float | None = None
     measured: float | None = None
-    moe: bool = False
-    assumed: tuple = ()
+    kind: str = ""  # "dense" or "moe" (the simulated model's architecture); blank for skipped rows
+    assumed: tuple = ()  # what flopcast filled in for cells the row left blank, and how the figure was converted
 
     @property
     def error_pct(self) -> float | None:
@@ -309,8 +311,7 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
-            "family": family_of(self.hardware), "architecture": "moe" if self.moe else "dense",
-            "assumed": list(self.assumed),
+            "kind": self.kind, "family": family_of(self.hardware), "assumed": list(self.assumed),
         }
 
 
@@ -324,7 +325,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured, moe=bool(c.model.moe), assumed=c.assumed))
+                                 predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense", c.assumed))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)
@@ -344,10 +345,9 @@ def summarize(rows: list[RowResult]) -> dict:
         return {"n": len(e), "mape_pct": float(np.mean(np.abs(e))) if e else None,
                 "bias_pct": float(np.mean(e)) if e else None}
 
-    by_source, by_hw, by_family, by_arch = {}, {}, {}, {}
+    by_source, by_hw, by_family, by_kind = {}, {}, {}, {}
     for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw),
-                        (lambda r: family_of(r.hardware), by_family),
-                        (lambda r: "moe" if r.moe else "dense", by_arch)):
+                        (lambda r: family_of(r.hardware), by_family), (lambda r: r.kind, by_kind)):
         for k in sorted({key(r) for r in ok}):
             target[k] = stats([r for r in ok if key(r) == k])
     worst = sorted(ok, key=lambda r: -abs(r.error_pct))[:5]
@@ -361,7 +361,7 @@ def summarize(rows: list[RowResult]) -> dict:
         "by_source": by_source,
         "by_hardware": by_hw,
         "by_family": by_family,
-        "by_architecture": by_arch,
+        "by_kind": by_kind,  # dense and MoE models apart
     }
 
 
