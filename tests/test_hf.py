@@ -249,7 +249,8 @@ def test_config_trains_and_serves_from_the_command_line(tmp_path, capsys):
     assert main(["serve", str(tmp_path / "DeepSeek-V3"), "-H", "p5e.48xlarge", "--weights", "fp8", "--qps", "1",
                  "--requests", "20", "--json"]) == 0
     served = json.loads(capsys.readouterr().out)
-    assert served["completed"] == 20 and any("num_nextn_predict_layers" in a for a in served["assumptions"])
+    assert served["completed"] == 20
+    assert catalog.load_model(str(tmp_path / "DeepSeek-V3")).mtp_layers == 1  # num_nextn_predict_layers is modelled
     assert main(["train", str(write(tmp_path, QWEN3_8B, "Qwen3-8B")), "-H", "trn2.48xlarge", "-n", "16",
                  "--seq-len", "4096", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == "Qwen3-8B"
@@ -298,7 +299,7 @@ def test_catalog_shows_a_config_with_its_unmapped_keys(tmp_path, capsys):
     d = write(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")
     assert main(["catalog", str(d)]) == 0
     out = capsys.readouterr().out
-    assert "Hugging Face config" in out and "mla.kv_lora_rank" in out and "num_nextn_predict_layers" in out
+    assert "Hugging Face config" in out and "mla.kv_lora_rank" in out and "mtp_layers" in out
     assert main(["catalog", str(d), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["computed_params"] == pytest.approx(671e9, rel=0.01)
