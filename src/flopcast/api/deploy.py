@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import catalog
+from ..catalog import calibrations
 from ..cost import inference as inf
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
@@ -80,9 +81,10 @@ def _formats(text, what, check):
 @python_errors
 def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None = None, input_tokens="512",
            output_tokens="128", weights=None, kv_dtype=None, requests: int = 300, seed: int = 0,
-           progress=None) -> DeployResult:
+           calibration=None, progress=None) -> DeployResult:
     """For each system of `hardware`, search replicas x TP x weight/KV format x max batch, prune with the
     roofline, simulate the candidates worth it, and rank by cost per million output tokens at the SLOs.
+    `calibration`: a serving calibration file `calibrate` wrote, instead of the shipped one.
 
     >>> r = flopcast.deploy("llama3-8b", "p5.48xlarge", weights="bf16", kv_dtype="bf16")
     >>> r.systems["p5.48xlarge"].best.candidate.replicas_per_instance > 1
@@ -98,10 +100,12 @@ def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None
     systems = [forecast.resolve_system(h) for h in
                (args.names(hardware, "hardware") if isinstance(hardware, (str, list, tuple)) else [hardware])]
     cfg = config(slo_ttft=slo_ttft, slo_tpot=slo_tpot)
+    table = calibrations.serving(calibration)
     out = {}
     for s in systems:
         if progress is not None:
             progress.note(f"deploying {m.label} on {s.id}")
         out[s.id] = D.deploy(m, s, cfg, input_tokens=input_tokens, output_tokens=output_tokens, qps=qps,
-                             weights=ws, kv_dtypes=kvs, requests=requests, seed=seed, progress=progress)
+                             weights=ws, kv_dtypes=kvs, requests=requests, seed=seed, progress=progress,
+                             inference_calibration=table)
     return DeployResult(m, cfg, input_tokens, output_tokens, qps, out)

@@ -9,6 +9,7 @@ import click
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
+from .options import calibration_option
 from .render import echo_json
 
 
@@ -69,10 +70,11 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--kv-dtype", default=None, help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
 @click.option("--requests", type=int, default=300, show_default=True, help="Requests per simulation (at least).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the arrivals.")
+@calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write every simulated deployment to this CSV.")
 def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
-           requests, seed, as_json, csv_path):
+           requests, seed, calibration, as_json, csv_path):
     """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, pruned by the
     roofline, simulated, ranked by cost per million output tokens at the SLOs."""
     if find_capacity and qps is not None:
@@ -80,7 +82,7 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
     with Progress("deploying", unit="simulations", enabled=not as_json) as bar:
         res = api.deploy(model, hardware, slo_ttft=slo_ttft, slo_tpot=slo_tpot, qps=qps, input_tokens=input_tokens,
                          output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, requests=requests,
-                         seed=seed, progress=bar)
+                         seed=seed, calibration=calibration, progress=bar)
     if csv_path:
         _write_csv(csv_path, res.rows())
     if as_json:

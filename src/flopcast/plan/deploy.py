@@ -146,9 +146,11 @@ def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS) 
     return out
 
 
-def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out: int, config) -> tuple:
+def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out: int, config,
+                   inference_calibration=None) -> tuple:
     """(candidate with its bound, deployment) or (None, reason) when the roofline rules it out."""
-    d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype)
+    d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
+                       inference_calibration=inference_calibration)
     one = inf.predict(d, 1, n_in, n_out)
     if not one.fits:
         return None, "does not fit"
@@ -263,13 +265,13 @@ def pareto_front(points) -> tuple:
         for q in points)), key=lambda p: -p.output_tokens_per_s_per_chip))
 
 
-def _bounded(model, system, workload, n_in, n_out, config, weights, kv_dtypes, max_seqs):
+def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic):
     """Candidates with their roofline bounds (and deployments), the count considered and the pruned reasons."""
     cands = candidates(system, weights, kv_dtypes, max_seqs)
     pruned, ok = {}, []
     for c in cands:
         try:
-            bc, d = roofline_bound(model, system, c, n_in, n_out, config)
+            bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
         except FlopcastError as exc:
             bc, d = None, str(exc).split(";")[0]
         if bc is None:
@@ -281,13 +283,14 @@ def _bounded(model, system, workload, n_in, n_out, config, weights, kv_dtypes, m
 
 def deploy(model: Model, system: System, config, *, input_tokens="512", output_tokens="128", qps=None,
            weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, requests: int = 300, seed: int = 0,
-           progress=None) -> DeployOutcome:
+           progress=None, inference_calibration=None) -> DeployOutcome:
     """The cheapest deployment of `model` on `system` at the SLOs of `config` (see the module doc)."""
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
     n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
     workload = (input_tokens, output_tokens)
-    cands, ok, pruned = _bounded(model, system, workload, n_in, n_out, config, weights, kv_dtypes, max_seqs)
+    ic = inference_calibration
+    cands, ok, pruned = _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic)
     if not ok:
         why = ", ".join(f"{v} {k}" for k, v in pruned.items())
         return DeployOutcome(system, None, None, (), (), len(cands), pruned, f"no candidate survives the roofline ({why})")
@@ -308,7 +311,7 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
         sims.append(p)
         if best is None or key(p) < key(best):
             best = p
-    base = _baseline(model, system, workload, config, qps, requests, seed, sims)
+    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic)
     if progress is not None:
         progress.update(1)
     if best is None:
@@ -316,10 +319,10 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
                              "no simulated candidate meets the SLOs at any rate")
     front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
     return DeployOutcome(system, best, base, tuple(sims), front, len(cands), pruned,
-                         verified=verify(model, system, best, workload, config, requests, seed))
+                         verified=verify(model, system, best, workload, config, requests, seed, ic))
 
 
-def verify(model, system, p: DeployPoint, workload, config, requests: int, seed: int):
+def verify(model, system, p: DeployPoint, workload, config, requests: int, seed: int, ic=None):
     """One instance of the chosen deployment simulated whole: its replicas behind the least-loaded router at
     their summed capacity (the search simulated one replica and added them up). None when a replica spans
     instances (nothing to add up)."""
@@ -327,7 +330,7 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     if c.replicas_per_instance <= 1:
         return None
     d = inf.deployment(model, system, chips=c.tp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype)
+                       kv_dtype=c.kv_dtype, inference_calibration=ic)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
     q = p.replica_qps * c.replicas_per_instance
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
@@ -337,7 +340,7 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     return S.simulate(d, reqs, cfg, seed=seed)
 
 
-def _baseline(model, system, workload, config, qps, requests, seed, sims) -> DeployPoint | None:
+def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None) -> DeployPoint | None:
     """One replica over all the instance's chips in the default formats at max batch 256 (what compare --serve ran)."""
     n = _chips(system)
     w = "q4_0" if system.chip.kind == "cpu" else "bf16"
@@ -350,7 +353,7 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims) -> Dep
     n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))
     n_out = int(np.median(S.lengths(workload[1], 256, rng, "--output-tokens")))
     try:
-        bc, d = roofline_bound(model, system, c, n_in, n_out, config)
+        bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
     except FlopcastError:
         return None
     return None if bc is None else _simulate(model, system, bc, d, workload, config, qps, requests, seed)
