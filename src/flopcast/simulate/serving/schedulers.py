@@ -77,7 +77,13 @@ def _decode(sim, rep, now: float):
     if n == 0:
         return ()
     kv = rep.win_sum if sim.static_shapes else rep.ctx_sum
-    return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+    spec = sim.spec
+    if spec is None:
+        return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+    # speculative: a step stands for 1/E of a verification pass (+ k drafter steps): its expected time per token
+    m = n * (spec.k + 1)
+    t = sim.iteration_time(m, m, kv, kv * (spec.k + 1)) + sim.spec_draft * sim.ct(n, n, kv, kv)
+    return sim.launch(rep, now + t / sim.spec_tokens, partial(sim.end_decode, rep))
 
 
 def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):

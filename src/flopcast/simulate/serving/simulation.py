@@ -77,6 +77,9 @@ class Simulation:
         self.max_seqs = config.max_seqs
         self.cost = cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)
         self.ct = self.cost.time
+        self.spec = d.speculation  # speculative decoding: schedulers time a decode step per expected token
+        self.spec_tokens = d.speculation.expected_tokens if d.speculation else 1.0
+        self.spec_draft = d.speculation.k * d.speculation.drafter_fraction(d.model) if d.speculation else 0.0
         self.policy = POLICIES[config.scheduler]
         n = self.n = len(reqs)
         self.arr = reqs.arrival_s.tolist()
