@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("validate", "validate", "Predictions against the measured runs of a CSV file."),
     "calibrate": ("validate", "calibrate", "Fit the efficiency parameters on measured runs."),
     "report": ("report", "report", "All figures of one scenario, as HTML or PNG files."),
+    "sweep": ("sweep", "sweep", "A grid of scenarios (models x hardware what-ifs x sizes) as a table."),
 }
 
 
