@@ -83,12 +83,21 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
 
 
 def config(*, scheduler="continuous", replicas: int = 1, router="least-loaded", slo_ttft="1s",
-           slo_tpot="50ms") -> S.ServingConfig:
+           slo_tpot="50ms", prefix_tokens: int = 0) -> S.ServingConfig:
     """A serving configuration from names and durations (`slo_ttft="2s"` or 2.0)."""
     return S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "`scheduler`"), replicas=replicas,
                            routing=S.parse_choice(S.Routing, router, "`router`"),
                            slo_ttft_s=args.duration(slo_ttft, "slo_ttft", "1s, 500ms or 50ms"),
-                           slo_tpot_s=args.duration(slo_tpot, "slo_tpot", "1s, 500ms or 50ms"))
+                           slo_tpot_s=args.duration(slo_tpot, "slo_tpot", "1s, 500ms or 50ms"),
+                           prefix_tokens=_prefix(prefix_tokens))
+
+
+def _prefix(n) -> int:
+    if n is None:
+        return 0
+    if not isinstance(n, int) or n < 0:
+        raise FlopcastError(f"`prefix_tokens` must be a whole number of tokens >= 0, got {n}")
+    return n
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           requests: int | None = None, duration=None, input_tokens="512", output_tokens="128", trace=None,
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
           router="least-loaded", find_capacity: bool = False, calibration=None, speculative=None,
-          spec_tokens=None, acceptance=None) -> ServeResult:
+          spec_tokens=None, acceptance=None, prefix_tokens: int = 0) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
@@ -149,7 +158,8 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     """
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
-    cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
+    cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot,
+                 prefix_tokens=prefix_tokens)
     if requests is not None and duration is not None:
         raise FlopcastError("give either `requests` or `duration`, not both")
     notes = assumptions(d, calibration)

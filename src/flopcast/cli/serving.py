@@ -94,6 +94,8 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
 
 @click.command()
 @_apply
+@click.option("--prefix-tokens", type=int, default=None,
+              help="Prefix caching: tokens at the start of every prompt shared and already cached (vLLM APC).")
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
 @click.option("--requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
@@ -109,7 +111,8 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance, qps, requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+          prefix_tokens, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
@@ -117,7 +120,8 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
                     replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
+                        {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
