@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import catalog
 from ..catalog import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
