@@ -36,6 +36,10 @@ _common = [
     click.option("--weights", default=None, help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
     calibration_option,
+    click.option("--speculative", default=None, help="Speculative decoding: draft, eagle, medusa or mtp."),
+    click.option("--spec-tokens", type=int, default=None, help="Tokens drafted per step (default per method: 4; mtp 1)."),
+    click.option("--acceptance", type=float, default=None,
+                 help="Acceptance rate per drafted token (default per method: draft 0.7, eagle 0.75, medusa 0.6, mtp 0.85)."),
 ]
 
 
@@ -52,11 +56,12 @@ def _apply(fn):
 @click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, batch, input_tokens, output_tokens, as_json,
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance, batch, input_tokens, output_tokens, as_json,
           html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration)
+                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration,
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -89,6 +94,8 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, b
 
 @click.command()
 @_apply
+@click.option("--prefix-tokens", type=int, default=None,
+              help="Prefix caching: tokens at the start of every prompt shared and already cached (vLLM APC).")
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
 @click.option("--requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
@@ -104,14 +111,17 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, b
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, qps, requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+          prefix_tokens, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
-                    replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration)
+                    replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
+                        {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(

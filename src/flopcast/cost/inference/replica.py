@@ -37,6 +37,7 @@ class Deployment:
     efficiency: EngineEfficiency
     calibration: object  # cost.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
+    speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
 
     @property
     def is_cpu(self) -> bool:
@@ -127,8 +128,10 @@ def compute_peak(chip, dtype: Dtype) -> float:
 def deployment(model: Model, system: System, *, chips: int | None = None, tp: int | None = None,
                threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, efficiency: EngineEfficiency | None = None,
-               calibration=None, inference_calibration: dict | None = None) -> Deployment:
-    """Check the user's choices and fill the blanks the way a tuned practitioner would."""
+               calibration=None, inference_calibration: dict | None = None, speculation=None) -> Deployment:
+    """Check the user's choices and fill the blanks the way a tuned practitioner would.
+
+    `speculation`: a speculation.Speculation (speculative decoding), or None."""
     cpu = system.chip.kind == "cpu"
     chips, tp = _chips_and_tp(system, chips, tp)
     threads = _threads(system, tp, threads)
@@ -145,7 +148,11 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ...catalog import calibration as _cal
 
         calibration = _cal()
-    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation)
+    if speculation is not None:
+        notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
+                     f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
+                     "step) / expected tokens (Leviathan et al. 2023)")
     return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
 
 

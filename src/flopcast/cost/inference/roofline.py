@@ -80,10 +80,22 @@ def prefill_time(d: Deployment, batch, input_tokens):
 
 
 def decode_time(d: Deployment, batch, context):
-    """Seconds of one decode step of `batch` sequences, each attending to `context` tokens."""
+    """Seconds per output token of one decode step of `batch` sequences, each attending to `context` tokens.
+
+    With speculative decoding (d.speculation): the verification pass over k+1 tokens per sequence plus k
+    drafter steps, over the expected tokens per pass (speculation.py); the breakdown gains `draft`."""
     b = np.asarray(batch, dtype=float)
     c = effective_context(d.model, np.maximum(np.asarray(context, dtype=float), 1.0))
-    return step_time(d, b, b, b * c, b * c)
+    spec = d.speculation
+    if spec is None:
+        return step_time(d, b, b, b * c, b * c)
+    n = b * (spec.k + 1)
+    t, parts = step_time(d, n, n, b * c, b * c * (spec.k + 1))
+    plain, _ = step_time(d, b, b, b * c, b * c)
+    parts = dict(parts, draft=spec.k * spec.drafter_fraction(d.model) * plain)
+    e = spec.expected_tokens
+    parts = {k: v / e for k, v in parts.items()}
+    return sum(parts.values()), parts
 
 
 def decode_window(d: Deployment, input_tokens, output_tokens):
