@@ -27,12 +27,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import api, catalog
+from . import catalog
 from .cost import inference as inf
 from .cost.params import total_params
 from .errors import FlopcastError
 from .model.strategy import Recompute
 from .model.system import Dtype, System
+from .plan import forecast
 from .plan import search as search_mod
 from .units import DAY, GiB
 
@@ -190,7 +191,7 @@ class _Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = api.train(model, hardware, chips, **layout)
+            self._cache[key] = forecast.train(model, hardware, chips, **layout)
         return self._cache[key]
 
 
@@ -321,8 +322,8 @@ def claim_4x(runs: _Runs, chips: int = 1024) -> ClaimRow:
 
 def _outcome(model_name: str, hardware: str, chips: int) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
-    m, system = api.resolve_model(model_name), api.resolve_system(hardware)
-    space = replace(api.layout_space(), ep=(1,))
+    m, system = forecast.resolve_model(model_name), forecast.resolve_system(hardware)
+    space = replace(forecast.layout_space(), ep=(1,))
     out = search_mod.search(m, system, chips, catalog.calibration(), space)
     fits = np.asarray(out.results["fits"]) if out.results else np.zeros(0, bool)
     no_rec = fits & (out.batch.recompute == int(Recompute.NONE)) if fits.size else fits
@@ -416,7 +417,7 @@ def _sizes(quick: bool) -> list[int]:
 
 
 def claim_scaling(runs: _Runs) -> tuple[ClaimRow, dict]:
-    strong_gb = int(round(api.resolve_model(GPT300B).batch_tokens / api.resolve_model(GPT300B).seq_len))
+    strong_gb = int(round(forecast.resolve_model(GPT300B).batch_tokens / forecast.resolve_model(GPT300B).seq_len))
     weak, strong = [], []
     for n in _sizes(runs.quick):
         gb = max(1, int(n * WEAK_SEQS_PER_CHIP))
@@ -466,7 +467,7 @@ def claim_scaling(runs: _Runs) -> tuple[ClaimRow, dict]:
 
 def claim_weeks(runs: _Runs) -> tuple[ClaimRow, dict]:
     sizes = [100_000] if runs.quick else [1024, 2048, 4096, 8192, 16384, 32768, 65536, 100_000]
-    tokens = api.default_tokens(api.resolve_model(GPT300B))
+    tokens = forecast.default_tokens(forecast.resolve_model(GPT300B))
     series = {"trainium2": [], "trainium1": [], "threshold_days": WEEKS_THRESHOLD_DAYS}
     points = []
     for n in sizes:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from .. import catalog
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.system import System

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import yaml
 
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..model.efficiency import Calibration, FamilyEfficiency
 from ..model.system import Dtype
 from .build import load_chip, load_model, load_system, model_from_dict, system_for
 from .files import SUFFIXES, entry, file_kind, is_file, read_file

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..units import GiB
 from ..model.system import System

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import catalog, limits
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..model import hf

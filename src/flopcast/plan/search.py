@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
 from ..model.system import Dtype, System

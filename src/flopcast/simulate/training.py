@@ -19,7 +19,7 @@ import numpy as np
 
 from ..cost import comm, compute, memory, params
 from ..cost.comm import Collective
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
 from ..model.system import Dtype, System
 from ..model.workload import Mlp, Model

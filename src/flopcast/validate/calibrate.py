@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..model.efficiency import Calibration, FamilyEfficiency
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from . import lockstep

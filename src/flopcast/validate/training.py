@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import catalog
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
                               Sharding, Software, parse_choice)

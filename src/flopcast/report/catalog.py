@@ -6,7 +6,7 @@ from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from ..units import GiB, fmt
-from . import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
+from ..catalog import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
                resolve_name, sources, system_for)
 
 
@@ -33,7 +33,7 @@ def _system_row(key):
 
 
 def listing() -> str:
-    from ..report.text import catalog_list
+    from .text import catalog_list
 
     return catalog_list([_model_row(k) for k in names("model")], [_chip_row(k) for k in names("chip")],
                         [_system_row(k) for k in names("system")])
