@@ -131,3 +131,14 @@ def test_one_duration_parser():
     for bad in ("soon", "ms", "1 fortnight"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_functions_stay_functions_after_every_submodule_is_imported():
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(api.__path__):
+        importlib.import_module(f"flopcast.api.{info.name}")
+    for name in api.FUNCTIONS:
+        assert callable(getattr(api, name)) and getattr(api, name).__module__.startswith("flopcast.api."), name
+        assert callable(getattr(flopcast, name)), name

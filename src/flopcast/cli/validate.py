@@ -9,7 +9,7 @@ import re
 import click
 
 from .. import api
-from ..api.validation import prepare_out
+from ..api.validation import prepare_out, schema
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.text import table
@@ -158,7 +158,7 @@ def validate(file, as_json, out, cross_validate):
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
     if out:
-        api.validation.schema(file)  # a file that is neither schema fails before --out is touched
+        schema(file)  # a file that is neither schema fails before --out is touched
         prepare_out(out, file)
     with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
         res = api.validate(file, cross_validate=cross_validate, progress=bar)

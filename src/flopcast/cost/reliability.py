@@ -124,7 +124,7 @@ class GoodputAssumptions:
         check_assumptions(self)
 
     @classmethod
-    def for_system(cls, system, chips: int, base: "GoodputAssumptions | None" = None) -> "GoodputAssumptions":
+    def for_system(cls, system, chips: int, base: GoodputAssumptions | None = None) -> GoodputAssumptions:
         """Fill the checkpoint bandwidths left as None from the system's default store:
         min(store aggregate, nodes x per-node bandwidth)."""
         a = base or cls()

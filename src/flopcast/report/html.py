@@ -37,7 +37,7 @@ class Report:
     subtitle: str = ""
     sections: list = field(default_factory=list)
 
-    def add(self, title: str, text: str = "", *, header=(), rows=(), figures=()) -> "Report":
+    def add(self, title: str, text: str = "", *, header=(), rows=(), figures=()) -> Report:
         """Append a section; returns the report so calls chain."""
         self.sections.append(Section(title, text, tuple(header), tuple(tuple(r) for r in rows), tuple(figures)))
         return self
@@ -114,7 +114,7 @@ _SCRIPT = """
     show(empty.length ? "error: empty figure(s): " + empty.join(", ") : "ok " + figures.length);
   });
 })();
-""" % {"id": RENDER_CHECK_ID}
+""" % {"id": RENDER_CHECK_ID}  # noqa: UP031 (the script's own braces would all need escaping in an f-string)
 
 _XML_DECL = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--.*?-->\s*", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)

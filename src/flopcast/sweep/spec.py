@@ -21,7 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -40,8 +40,8 @@ class Range(BaseModel):
     `{from, to, steps}` (that many values evenly spaced, ends included)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    start: Union[float, str] = Field(alias="from")
-    stop: Union[float, str] = Field(alias="to")
+    start: float | str = Field(alias="from")
+    stop: float | str = Field(alias="to")
     times: float | None = Field(default=None, gt=1)
     step: float | None = Field(default=None, gt=0)
     steps: int | None = Field(default=None, ge=2, le=10_000)
@@ -71,8 +71,8 @@ class Range(BaseModel):
         return [f"{v:.6g}x" for v in out] if multiples else out
 
 
-Scalar = Union[int, float, str]
-Values = Union[Range, list[Scalar], Scalar]
+Scalar = int | float | str
+Values = Range | list[Scalar] | Scalar
 
 
 class SweepFile(BaseModel):
@@ -86,9 +86,9 @@ class SweepFile(BaseModel):
     tokens: Values | None = None
     tokens_per_param: float | None = Field(default=None, gt=0, le=1e6)
     seq_len: list[int] | int | None = None
-    layout: Union[dict[str, Any], list[dict[str, Any]]] = Field(default_factory=dict)
+    layout: dict[str, Any] | list[dict[str, Any]] = Field(default_factory=dict)
     what_if: dict[str, Values] = Field(default_factory=dict)
-    objective: Union[Literal["throughput", "cost", "energy"], list[Literal["throughput", "cost", "energy"]]] = \
+    objective: Literal["throughput", "cost", "energy"] | list[Literal["throughput", "cost", "energy"]] = \
         "throughput"
     serving: Any = None
 

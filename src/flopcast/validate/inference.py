@@ -261,7 +261,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
         lo = np.log([_FREE[n][0] for n in names])
         hi = np.log([_FREE[n][1] for n in names])
 
-        def residuals(x):
+        def residuals(x, prior=prior, names=names, mine=mine, fam=fam, x0=x0):  # this family's, bound now
             eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
             res = []
             for r in _compare(mine, {fam: eff}):

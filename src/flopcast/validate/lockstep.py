@@ -16,7 +16,7 @@ plausible ranges span decades, and the priors are Gaussian in log space.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
