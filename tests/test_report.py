@@ -172,7 +172,7 @@ def test_cli_report_writes_html(tmp_path, capsys):
                "--requests", "20", "--html", str(out)])
     assert rc == 0
     err = capsys.readouterr().err
-    assert "[1/5]" in err and "[5/5]" in err and f"wrote {out}" in err
+    assert "drawing the report: 5 steps in" in err and f"wrote {out}" in err
     text = out.read_text()
     self_contained(text)
     assert text.count("<svg") == text.count('<figure class="chart"') >= 6

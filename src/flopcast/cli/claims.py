@@ -11,6 +11,7 @@ import textwrap
 import click
 
 from .. import api
+from ..progress import Progress
 from ..report.text import table
 from .options import report_options
 from .render import emit_report, to_json
@@ -119,7 +120,8 @@ def claims(as_json, quick, html, png):
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True))
+    with Progress("checking the claims", unit="claims") as bar:
+        out = api.claims(quick=quick, progress=bar.step)
     result = out.result
     click.echo(to_json(out.to_dict()) if as_json else report(result))
     from ..report import figures  # the figures load matplotlib only when a report is asked for
