@@ -16,10 +16,11 @@ SRC = ROOT / "src" / "flopcast"
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
-# Over the limits today, being split (issue 15). This list may only shrink: an entry that is back under its
-# limit fails the test until it is removed here.
-FILES_OVER = {"claims.py"}
-FUNCTIONS_OVER = {"simulate/training.py:evaluate", "simulate/training.py:_layer", "plan/search.py:candidates"}
+# Rooms over the limits, named while they are being split (issue 15: claims.py, simulate/training.py's
+# evaluate and _layer, plan/search.py's candidates were, and are split now). These may only shrink: an entry
+# back under its limit fails the test until it is removed here.
+FILES_OVER: set[str] = set()
+FUNCTIONS_OVER: set[str] = set()
 
 
 def _env() -> dict:

@@ -35,7 +35,7 @@ class Deployment:
     kv_bytes: float  # per element
     family: str
     efficiency: EngineEfficiency
-    calibration: object  # cost.efficiency.Calibration, for collectives
+    calibration: object  # model.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
 
     @property
