@@ -95,7 +95,8 @@ def test_to_frame_columns_are_the_json_keys():
 def test_to_frame_without_pandas_is_one_clear_error():
     code = ("import sys; sys.modules['pandas'] = None\n"
             "import flopcast\n"
-            "r = flopcast.train('llama2-7b', hardware='p5.48xlarge', chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)\n"
+            "r = flopcast.train('llama2-7b', hardware='p5.48xlarge', chips=8, tp=8, pp=1, micro_batch=1, "
+            "global_batch=8)\n"
             "try:\n    r.to_frame()\nexcept flopcast.FlopcastError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.startswith("to_frame() needs pandas: pip install")

@@ -17,7 +17,8 @@ DATA = Path(__file__).parent / "data" / "emit"
 
 
 def listed(name):
-    return {line.strip() for line in (DATA / name).read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return {line.strip() for line in (DATA / name).read_text().splitlines() if line.strip()
+            and not line.startswith("#")}
 
 
 MEGATRON_FLAGS = listed("megatron_lm_flags.txt")
@@ -59,7 +60,8 @@ def test_megatron_flags_exist_and_carry_every_degree(model, layout):
     assert args["--pipeline-model-parallel-size"] == str(layout.pp)
     assert args["--context-parallel-size"] == str(layout.cp)
     assert args["--expert-model-parallel-size"] == str(layout.ep)
-    assert args["--micro-batch-size"] == str(layout.micro_batch) and args["--global-batch-size"] == str(layout.global_batch)
+    assert args["--micro-batch-size"] == str(layout.micro_batch)
+    assert args["--global-batch-size"] == str(layout.global_batch)
     assert args["--train-iters"] == str(math.ceil(1e12 / (layout.global_batch * m.seq_len)))
     if layout.vp > 1 and m.layers % (layout.pp * layout.vp) == 0:
         assert int(args["--num-layers-per-virtual-pipeline-stage"]) * layout.pp * layout.vp == m.layers
@@ -67,7 +69,8 @@ def test_megatron_flags_exist_and_carry_every_degree(model, layout):
         assert args["--num-virtual-stages-per-pipeline-rank"] == str(layout.vp)
         assert any("do not split evenly" in n for n in r.no_equivalent)
     # dp is what is left: torchrun's processes over tp x pp x cp
-    nnodes, per_node = int(re.search(r"--nnodes (\d+)", r.text)[1]), int(re.search(r"--nproc-per-node (\d+)", r.text)[1])
+    nnodes, per_node = int(re.search(r"--nnodes (\d+)", r.text)[1]), int(re.search(r"--nproc-per-node (\d+)",
+        r.text)[1])
     assert nnodes * per_node // (layout.tp * layout.pp * layout.cp) == layout.dp
     if m.moe:
         assert args["--num-experts"] == str(m.moe.experts) and args["--moe-router-topk"] == str(m.moe.topk)
@@ -85,7 +88,8 @@ def test_moe_layer_pattern_matches_the_models_layers():
         pattern = emit.moe_pattern(m)
         assert pattern is None or eval(pattern) == layers  # Megatron evaluates the same expression
     m = catalog.load_model("deepseek-v3")
-    assert megatron_args(launch("megatron", "deepseek-v3", "p5.48xlarge", MOE).text)["--moe-layer-freq"] == "([0]*3+[1]*58)"
+    assert megatron_args(launch("megatron", "deepseek-v3", "p5.48xlarge",
+                                MOE).text)["--moe-layer-freq"] == "([0]*3+[1]*58)"
 
 
 def flat_keys(d, prefix=""):
@@ -162,11 +166,13 @@ def test_maxtext_spans_slices_over_dcn():
 
 
 def test_wrong_hardware_or_framework_is_one_sentence():
-    with pytest.raises(FlopcastError, match="runs on trainium chips, not h100-sxm .*valid for p5.48xlarge: megatron, nemo, maxtext"):
+    with pytest.raises(FlopcastError,
+                       match="runs on trainium chips, not h100-sxm .*valid for p5.48xlarge: megatron, nemo, maxtext"):
         launch("neuron", "llama3-8b", "p5.48xlarge", DENSE)
     with pytest.raises(FlopcastError, match="valid for trn2.48xlarge: neuron"):
         launch("megatron", "llama3-8b", "trn2.48xlarge", DENSE)
-    with pytest.raises(FlopcastError, match="unknown training framework 'deepspeed'; valid: megatron, nemo, neuron, maxtext"):
+    with pytest.raises(FlopcastError,
+                       match="unknown training framework 'deepspeed'; valid: megatron, nemo, neuron, maxtext"):
         launch("deepspeed", "llama3-8b", "p5.48xlarge", DENSE)
 
 

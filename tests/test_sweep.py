@@ -45,7 +45,8 @@ def test_grid_expands_to_the_product(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [
-    ("models: [llama3-8b]\nsystem: [p5.48xlarge]\nchips: 8\n", "unknown key 'system' in the sweep file; did you mean 'systems'"),
+    ("models: [llama3-8b]\nsystem: [p5.48xlarge]\nchips: 8\n",
+     "unknown key 'system' in the sweep file; did you mean 'systems'"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwith: [2x]}\n",
      "unknown what-if 'memory_bandwith'; did you mean 'memory_bandwidth'"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwidth: [5.8 TB]}\n",

@@ -42,7 +42,8 @@ def estimate_weeks(runs: Runs, rows: dict) -> Estimate:
     return Estimate(
         est,
         (f"prediction: {GPT300B} for 20 tokens per parameter ({tokens:.3g} tokens, Hoffmann et al. 2022) on "
-         f"{ULTRACLUSTER} (Trainium2) and {TRN1} (Trainium1) at {', '.join(f'{n:,}' for n in sizes)} chips, best layouts",
+         f"{ULTRACLUSTER} (Trainium2) and {TRN1} (Trainium1) at {', '.join(f'{n:,}' for n in sizes)} chips, best "
+         f"layouts",
          "expected time = cost/reliability.goodput_for (Daly 2006 checkpoint interval; one interruption per "
          "50,677 chip-hours from the Llama 3 paper; stragglers folded into calibration, cv = 0)",
          f"estimate = Trainium2's expected days at the smallest swept size under {WEEKS_THRESHOLD_DAYS:.0f} days "

@@ -110,7 +110,8 @@ def report(result) -> str:
 
 
 @click.command("claims")
-@click.option("--json", "as_json", is_flag=True, help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
 @click.option("--quick", is_flag=True, help="Fewer cluster sizes, models and batches (a fast run).")
 @calibration_option
 @report_options

@@ -151,7 +151,8 @@ def training_report(rows, summary) -> str:
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")

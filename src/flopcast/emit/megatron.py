@@ -17,10 +17,12 @@ from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iter
 LM_SOURCE = "NVIDIA/Megatron-LM megatron/training/arguments.py (tag core_v0.15.3)"
 BRIDGE_SOURCE = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py (ConfigContainer) and "
                  "Megatron-Core ModelParallelConfig / TransformerConfig fields")
-# Megatron-Core's --data-parallel-sharding-strategy of Megatron FSDP for the ZeRO stages beyond the distributed optimizer
+# Megatron-Core's --data-parallel-sharding-strategy of Megatron FSDP for the ZeRO stages beyond the
+# distributed optimizer
 FSDP_STRATEGY = {Sharding.ZERO2: "optim_grads", Sharding.ZERO3: "optim_grads_params"}
 # Megatron-Bridge mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py, @register)
-BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed", Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
+BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
+                    Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
 
 
 def _settings(model, layout) -> tuple[dict, list, list]:

@@ -47,9 +47,11 @@ def train_table(r) -> tuple[list, list]:
         rows += [
             ("tokens", f"{r.tokens:.3g}"),
             ("time to train (ideal)", f"{r.time_to_train_s / DAY:.1f} days"),
-            ("time to train with failures", f"{r.expected.expected_s / DAY:.1f} days (goodput {100 * r.expected.goodput:.1f}%)"),
+            ("time to train with failures",
+             f"{r.expected.expected_s / DAY:.1f} days (goodput {100 * r.expected.goodput:.1f}%)"),
             ("chip-hours", f"{r.chip_hours:,.0f} chip-h"),
-            ("cost", f"{r.cost_usd:,.0f} USD" if r.cost_usd is not None else f"n/a ({r.why_missing().get('cost', '')})"),
+            ("cost", f"{r.cost_usd:,.0f} USD" if r.cost_usd is not None
+             else f"n/a ({r.why_missing().get('cost', '')})"),
         ]
     return ["quantity", "value"], rows
 
@@ -146,7 +148,8 @@ def infer_report(d, r, input_tokens: int, output_tokens: int) -> Report:
                                 prefill_batches=sorted({1, r.batch}))
     rows = [("time to first token", f"{r.ttft_s * 1e3:.2f} ms"), ("time per output token", f"{r.tpot_s * 1e3:.2f} ms"),
             ("decode throughput", f"{r.output_tokens_per_s_total * d.replicas:,.1f} tokens/s"),
-            ("memory per replica", f"{sum(r.memory_bytes.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB")]
+            ("memory per replica",
+             f"{sum(r.memory_bytes.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB")]
     rep = Report(f"flopcast infer: {d.model.label} on {d.system.id} (tp {d.tp}, batch {r.batch})")
     return rep.add("Operating points on the roofline", header=["quantity", "value"], rows=rows,
                    figures=[plots.roofline_figure(d, pts)])
@@ -176,7 +179,8 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
             f"{config.scheduler.value} batching")
     rep = Report(title or f"flopcast serve: {head}")
     return rep.add("Latency against throughput",
-                   f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed {seed}.",
+                   f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed "
+                   f"{seed}.",
                    header=["offered (requests/s)", "output tokens/s", "TTFT p90", "TPOT p90", "e2e p50", "SLO met (%)"],
                    rows=rows, figures=[plots.serving_figure(pts, config.slo_ttft_s, config.slo_tpot_s, title=head,
                                                             marked_qps=marked_qps)])

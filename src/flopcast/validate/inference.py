@@ -289,7 +289,8 @@ def fit_inference(path, out_path=CAL_PATH) -> dict:
     doc = {
         "provenance": {
             "data": Path(path).name, "rows": len(rows), "fitted": datetime.date.today().isoformat(),
-            "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on log(predicted/measured) of every measured figure, "
+            "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on "
+                      f"log(predicted/measured) of every measured figure, "
                       f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
             "robust_scale": ROBUST_SCALE,
             "in_sample_mape_pct": round(summary["mape_pct"], 2),

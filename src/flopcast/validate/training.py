@@ -473,7 +473,8 @@ def summarize(rows: list[RowResult]) -> dict:
         "mape_pct": float(np.mean(np.abs(errs))) if errs else None,
         "median_ape_pct": float(statistics.median(np.abs(errs))) if errs else None,
         "bias_pct": float(np.mean(errs)) if errs else None,
-        "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
+        "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct}
+                  for r in worst],
         "by_source": by_source,
         "by_hardware": by_hw,
         "by_kind": by_kind,  # dense and MoE models apart
