@@ -38,7 +38,7 @@ def test_train_emit_megatron_prints_runnable_flags(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("# Megatron-LM pretrain_gpt.py: llama3-8b on 16 h100-sxm")
-    command = "\n".join(l for l in lines if not l.startswith("#"))
+    command = "\n".join(line for line in lines if not line.startswith("#"))
     assert command.startswith("torchrun --nnodes 2 --nproc-per-node 8")
     assert "--tensor-model-parallel-size 1 \\" in command and "--global-batch-size 128" in command
     code, out, _ = run(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", *PINNED, "--emit", "nemo", "--json"],

@@ -19,7 +19,7 @@ import importlib
 _WHERE = {
     "train": "training", "search": "training", "plan": "training", "compare": "comparison", "infer": "serving",
     "serve": "serving", "reliability": "goodput", "validate": "validation", "calibrate": "validation",
-    "claims": "announcement", "sweep": "sweeps",
+    "claims": "announcement", "sweep": "sweeps", "deploy": "deployment", "DeployResult": "deployment",
     "SearchResult": "training", "PlanResult": "training", "CompareResult": "training",
     "CompareServingResult": "comparison", "InferResult": "serving", "ServeResult": "serving",
     "ReliabilityResult": "goodput", "ReliabilitySweepResult": "goodput", "ValidationResult": "validation",
@@ -30,7 +30,8 @@ _FORECAST = ("TrainResult", "DEFAULT_MODEL", "DEFAULT_SYSTEM", "DEFAULT_INSTANCE
              "layout_space", "resolve_model", "resolve_system", "result_from")
 
 # the functions, in the order of the command table (docs/api.md follows it)
-FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate",
+             "claims",
              "sweep")
 
 __all__ = [*FUNCTIONS, *(k for k in _WHERE if k not in FUNCTIONS and k != "args"), *_FORECAST]
