@@ -6,6 +6,7 @@ import time
 
 import click
 
+from ..limits import check, click_type
 from .. import api, catalog
 from ..errors import FlopcastError
 from ..plan import capacity
@@ -55,8 +56,8 @@ def _na(value, reason, fmt):
 @click.command("search")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="System (e.g. trn2.48xlarge, p5.48xlarge, dgx-a100-80gb).")
-@click.option("--chips", "-n", type=int, required=True, help="Chips in the cluster (the search may leave some idle).")
-@click.option("--top", "top", type=int, default=10, show_default=True, help="How many layouts to print.")
+@click.option("--chips", "-n", type=click_type("chips"), required=True, help="Chips in the cluster (the search may leave some idle).")
+@click.option("--top", "top", type=click_type("top"), default=10, show_default=True, help="How many layouts to print.")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the ranking minimises per token: time, dollars or joules.")
 @click.option("--dtypes", help="Compute dtypes to search over, comma-separated (e.g. bf16,fp8); default bf16.")
@@ -153,7 +154,7 @@ def _parsed(parser, text: str, option: str, example: str, unit_required: bool = 
         raise FlopcastError(f"{option} {text!r}: write e.g. {example}") from None
     if not v > 0:
         raise FlopcastError(f"{option} must be positive, got {text!r}")
-    return v
+    return check({"--deadline": "deadline_s", "--budget": "budget_usd"}[option], v, label=option)
 
 
 @click.command("plan")
@@ -219,13 +220,13 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.command("compare")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
-@click.option("--chips", "-n", type=int, default=None,
+@click.option("--chips", "-n", type=click_type("chips"), default=None,
               help="Chips on each system (required for training; serving defaults to one instance).")
 @click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
 @layout_options
 @click.option("--serve", "serving", is_flag=True,
               help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
-@click.option("--qps", type=float, default=None, help="Serving: simulate this request rate instead of finding each capacity.")
+@click.option("--qps", type=click_type("qps"), default=None, help="Serving: simulate this request rate instead of finding each capacity.")
 @click.option("--input-tokens", default="512", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
 @click.option("--output-tokens", default="128", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
 @click.option("--weights", default=None, help="Serving: bf16, fp8, int8, q4_0, q8_0, ... (default bf16 on accelerators, q4_0 on CPUs).")
@@ -233,8 +234,8 @@ def plan(model, hardware, tokens, deadline, budget, frontier, as_json, seq_len, 
 @click.option("--scheduler", default="continuous", show_default=True, help="Serving: static | continuous | chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Serving: time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
-@click.option("--requests", "n_requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@click.option("--requests", "n_requests", type=click_type("requests"), default=400, show_default=True, help="Serving: requests per simulation.")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True, help="Serving: random seed of the arrivals.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serving, qps, input_tokens, output_tokens, weights,

@@ -6,6 +6,7 @@ import math
 
 import click
 
+from ..limits import check, click_type
 from .. import api
 from ..cost.reliability import GoodputAssumptions, goodput_for
 from ..errors import FlopcastError
@@ -17,11 +18,12 @@ from .render import echo_json, emit_report
 
 def _chip_list(text: str) -> list[int]:
     try:
-        out = [int(parse_count(x)) for x in text.split(",") if x.strip()]
-    except ValueError:
+        out = [check("chips", parse_count(x), label="--sweep-chips") for x in text.split(",") if x.strip()]
+    except (ValueError, FlopcastError):
         out = []
-    if not out or any(n < 1 for n in out):
-        raise FlopcastError(f"--sweep-chips must be a comma-separated list of positive chip counts such as 1024,8192, got {text!r}")
+    if not out or len(out) > 64:
+        raise FlopcastError(f"--sweep-chips must be a comma-separated list of at most 64 chip counts, each 1 to 100,000,000, such as "
+                            f"1024,8192, got {text!r}")
     return sorted(set(out))
 
 
@@ -52,6 +54,7 @@ def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, c
             raise FlopcastError(f"--interval must be a duration such as 30min, 2h or 900 (seconds), got {interval!r}") from None
         if not kw["interval_s"] > 0:
             raise FlopcastError(f"--interval must be positive, got {interval!r}")
+        check("interval_s", kw["interval_s"], label="--interval")
     if cv is not None:
         kw["cv"] = cv
     for name in ("mtbf_chip_hours", "checkpoint_write_bps", "checkpoint_load_bps", "restart_s", "interval_s", "cv"):
@@ -79,19 +82,19 @@ def _train(model, hardware, chips, tokens, layout):
 @click.command("reliability")
 @click.argument("model", default=api.DEFAULT_MODEL)
 @click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
-@click.option("--chips", "-n", type=int, default=None, help="Chips in the cluster (default: 64 instances of the default system, else one).")
+@click.option("--chips", "-n", type=click_type("chips"), default=None, help="Chips in the cluster (default: 64 instances of the default system, else one).")
 @layout_options
 @click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
-@click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--mtbf-chip-hours", type=float, default=None, help="Chip-hours per interruption (default: Llama 3's 50,677).")
-@click.option("--checkpoint-write-gbps", type=float, default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
-@click.option("--checkpoint-load-gbps", type=float, default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
+@click.option("--trials", type=click_type("trials"), default=1000, show_default=True, help="Monte-Carlo trials.")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True)
+@click.option("--mtbf-chip-hours", type=click_type("mtbf_chip_hours"), default=None, help="Chip-hours per interruption (default: Llama 3's 50,677).")
+@click.option("--checkpoint-write-gbps", type=click_type("checkpoint_write_gbps"), default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
+@click.option("--checkpoint-load-gbps", type=click_type("checkpoint_load_gbps"), default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
 @click.option("--async-checkpoint/--no-async-checkpoint", default=None, help="Only the snapshot to host memory blocks.")
-@click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
-@click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
+@click.option("--restart-minutes", type=click_type("restart_minutes"), default=None, help="Relaunch + collective init + warm-up (default 8).")
+@click.option("--spares", type=click_type("spares"), default=None, help="Hot-spare chips (default: always one at hand).")
 @click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
-@click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
+@click.option("--cv", type=click_type("cv"), default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -108,7 +111,7 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
         n_tokens = api.default_tokens(m)
     else:
         try:
-            n_tokens = parse_count(str(tokens))
+            n_tokens = check("tokens", parse_count(str(tokens)), label="--tokens")
         except ValueError:
             raise FlopcastError(f"--tokens must be a count such as 6T or 1.5e12, got {tokens!r}") from None
     if trials is not None and trials < 1:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..catalog import schema as _schema
+from ..limits import LIMITS
 from .. import catalog
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
@@ -178,6 +180,8 @@ def parse_number(col: str, value, whole: bool = False, minimum: float | None = N
     if minimum is not None and v < minimum:
         what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
         raise FlopcastError(f"{col} must be {what}, got {s}")
+    if col in COUNT_MAXIMUM and v > COUNT_MAXIMUM[col]:
+        raise FlopcastError(f"{col} {s} is out of range; valid: at most {COUNT_MAXIMUM[col]:,}")
     return v
 
 
@@ -194,6 +198,13 @@ def _safe_float(v) -> float | None:
 COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
                                 "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
 COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
+# and the most each may be: the bounds of the model schema (catalog/schema.py) and of the CLI (limits.py)
+COUNT_MAXIMUM = {"layers": _schema.LAYERS, "hidden": _schema.WIDTH, "heads": _schema.HEADS, "kv_heads": _schema.HEADS,
+                 "ffn_hidden": 2**24, "vocab": 2**24, "seq_len": _schema.TOKENS_PER_SEQ, "moe_experts": _schema.HEADS,
+                 "moe_topk": _schema.HEADS, "moe_expert_ffn": 2**24,
+                 "vcpus": 10**6, "batch": int(LIMITS["max_batch"].high),
+                 **{c: int(LIMITS[c].high) for c in ("chips", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                                                     "global_batch", "threads", "input_tokens", "output_tokens")}}
 TEXT_REQUIRED = ("model", "hardware", "dtype")
 
 
