@@ -1,12 +1,11 @@
-"""Click options and argument parsers shared by several commands. Imports no command module."""
+"""Click options shared by several commands (layout, --html/--png). Imports no command module."""
 
 from __future__ import annotations
 
 import click
 
 from ..errors import FlopcastError
-from ..limits import LIMITS, check, click_type
-from ..units import parse_count, parse_duration
+from ..limits import click_type
 
 
 def layout_options(f):
@@ -57,31 +56,3 @@ def report_options(f):
     f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None, callback=_named_path,
                      help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
     return f
-
-
-def tokens(text: str | None, model) -> float | None:
-    """--tokens: a count (6e12, 300B, 1.5T) or 'chinchilla' (20 per parameter of `model`, a name or Model)."""
-    if text is None:
-        return None
-    from .. import api
-
-    if text.strip().lower() in ("chinchilla", "20x", "auto"):
-        return api.default_tokens(api.resolve_model(model))
-    try:
-        value = parse_count(text)
-    except ValueError:
-        raise FlopcastError(f"--tokens {text!r} is not a number; write e.g. 6e12, 300B or 1.5T") from None
-    return check("tokens", value, label="--tokens")
-
-
-def seconds(text: str, option: str) -> float:
-    """A positive duration such as 1s, 500ms or 2min, in seconds, within the bound of `option` (limits.py:
-    --slo-ttft -> slo_ttft_s); a one-line error naming `option`."""
-    try:
-        v = parse_duration(text)
-    except ValueError:
-        raise FlopcastError(f"{option} {text!r} is not a duration; write e.g. 1s, 500ms, 50ms") from None
-    if v <= 0:
-        raise FlopcastError(f"{option} must be positive, got {text!r}")
-    name = option.lstrip("-").replace("-", "_") + "_s"
-    return check(name, v, label=option) if name in LIMITS else v
