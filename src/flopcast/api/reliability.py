@@ -51,11 +51,15 @@ class ReliabilityResult(Tabular):
 
     train: TrainResult
     goodput: Goodput
-    monte_carlo: object  # simulate.reliability.Simulation
+    monte_carlo: object  # simulate.reliability.SimResult; None when it was not run (`monte_carlo_unavailable`)
+    monte_carlo_unavailable: str = ""  # why: the run never finishes, or it would pass the event cap
 
     def to_dict(self) -> dict:
-        return {"train": self.train.to_dict(), "closed_form": self.goodput.to_dict(),
-                "monte_carlo": self.monte_carlo.summary()}
+        out = {"train": self.train.to_dict(), "closed_form": self.goodput.to_dict(),
+               "monte_carlo": None if self.monte_carlo is None else self.monte_carlo.summary()}
+        if self.monte_carlo is None:
+            out["unavailable"] = {"monte_carlo": self.monte_carlo_unavailable}
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,11 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed) -> Reliabilit
             errors[n] = str(exc)
             continue
         g = goodput_for(r, base)
-        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
+        try:
+            sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
+        except FlopcastError as exc:  # never finishes, or past the Monte-Carlo's cap: that size is left out
+            errors[n] = str(exc)
+            continue
         rows.append((n, r, g, sim))
     if not rows:
         raise FlopcastError("no cluster size in `sweep_chips` gives a valid layout: "
@@ -126,11 +134,13 @@ def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None 
                        restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv)
     m = forecast.resolve_model(model, seq_len)
     n_tokens = forecast.default_tokens(m) if tokens is None else args.tokens(tokens, m)
-    if trials is not None and trials < 1:
-        raise FlopcastError(f"`trials` must be a positive whole number, got {trials}")
+    trials, seed = check("trials", trials), check("seed", seed)
     if sweep_chips:
         return _sweep(m, hardware, args.chip_counts(sweep_chips, "sweep_chips"), n_tokens, layout, base, trials, seed)
     result = _train(m, hardware, chips, n_tokens, layout)
     g = goodput_for(result, base)
-    sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)
+    try:
+        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)
+    except FlopcastError as exc:  # trials and seed are checked above: the run never finishes or is past the cap
+        return ReliabilityResult(result, g, None, str(exc))
     return ReliabilityResult(result, g, sim)

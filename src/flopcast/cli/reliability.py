@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import FlopcastError
 from ..limits import click_type
 from .. import api
 from ..units import HOUR, fmt, fmt_duration
@@ -49,11 +50,34 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
         _sweep(out, as_json, html, png)
         return
     result, g, sim = out.train, out.goodput, out.monte_carlo
+    if sim is None and (html or png):
+        raise FlopcastError(f"no report: the Monte-Carlo did not run ({out.monte_carlo_unavailable})")
     emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
     if as_json:
         echo_json(out.to_dict())
         return
+    if sim is None:
+        _print_closed_form(result, g, out.monte_carlo_unavailable)
+        return
     _print_one(result, g, sim)
+
+
+def _print_closed_form(result, g, why: str):
+    """The closed form alone, when the Monte-Carlo was not run (the run never finishes, or past its cap)."""
+    e = click.echo
+    e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
+      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+    e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; restart "
+      f"{fmt_duration(g.restart_total_s)} (relaunch + checkpoint load)")
+    if g.finishes:
+        e(f"expected time-to-train (closed form) {fmt_duration(g.expected_s)}; goodput {g.goodput:.1%}; "
+          f"{g.interruptions:,.0f} interruptions")
+        e(f"Monte-Carlo not run: {why}")
+    else:
+        e(f"expected time-to-train: {g.never_finishes_reason()}")
+        e("Monte-Carlo not run: a run that never finishes cannot be simulated")
+    e("")
+    _print_assumptions(g.assumptions, g)
 
 
 def _print_one(result, g, sim):

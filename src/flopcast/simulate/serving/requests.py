@@ -88,6 +88,9 @@ def _trace_column(rows, key: str, path, low: float, high: float, whole: bool) ->
     for n, r in enumerate(rows, start=2):  # row 1 is the header
         cell = r.get(key)
         cell = cell.strip() if isinstance(cell, str) else ""  # a short row leaves its last cells missing
+        if not cell:
+            raise FlopcastError(f"--trace {path}: row {n}: {key} is missing; every row has arrival_s, input_tokens "
+                                "and output_tokens")
         try:
             v = float(cell)
         except ValueError:
