@@ -117,3 +117,32 @@ def test_more_peak_or_bandwidth_is_never_slower(field, factor, layout, chip_name
     fast_system = catalog.system_for(faster)
     fast = api.train("llama3-8b", fast_system, **kw)
     assert fast.step_time_s <= slow.step_time_s * (1 + 1e-9), (field, factor, layout)
+
+
+CELLS = st.sampled_from(["", "0", "1", "-1", "8", "64", "1e30", "inf", "nan", "-inf", "2.5", "x", "9223372036854775808",
+                         "1e-300", "\ufffd", "1,000"])
+
+
+@FUZZ
+@given(st.lists(st.tuples(CELLS, CELLS, CELLS), min_size=1, max_size=5), st.booleans())
+def test_fuzz_trace_rows(rows, short_row):
+    lines = ["arrival_s,input_tokens,output_tokens"] + [",".join(r) for r in rows]
+    if short_row:
+        lines[-1] = lines[-1].rsplit(",", 1)[0]
+    path = Path(tempfile.mkdtemp(prefix="flopcast-fuzz-")) / "trace.csv"
+    path.write_text("\n".join(lines) + "\n")
+    check_run(["serve", "llama3-8b", "-H", "p5.48xlarge", "--trace", str(path), "--json"])
+
+
+@FUZZ
+@given(st.sampled_from(["chips", "tp", "pp", "dp", "layers", "hidden", "heads", "seq_len", "global_batch",
+                        "micro_batch", "measured_tokens_per_s_per_chip", "moe_experts", "vocab"]), CELLS,
+       st.booleans())
+def test_fuzz_validate_rows(column, cell, as_json):
+    lines = (Path(__file__).resolve().parents[2] / "validation" / "calibration_runs.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[1].split(",")
+    row[header.index(column)] = cell if "," not in cell else f'"{cell}"'
+    path = Path(tempfile.mkdtemp(prefix="flopcast-fuzz-")) / "runs.csv"
+    path.write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+    check_run(["validate", str(path)] + (["--json"] if as_json else []))
