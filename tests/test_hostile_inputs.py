@@ -104,3 +104,12 @@ def test_stdout_on_a_full_disk_is_one_line(tmp_path):
     p = subprocess.run([sys.executable, "-m", "flopcast", "catalog", "--json"], stdout=open("/dev/full", "w"),
                        stderr=subprocess.PIPE, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "No space left" in p.stderr
+
+
+def test_a_hugging_face_config_is_held_to_the_schema_bounds(tmp_path, capsys):
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2**63,
+           "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+           "vocab_size": 128256, "max_position_embeddings": 8192}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(["train", str(tmp_path / "config.json"), *P5, "-n", "8"], capsys)
+    assert code == 2 and "hidden: 9223372036854775808 is out of range" in err and err.count("\n") == 1

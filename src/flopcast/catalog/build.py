@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,10 +111,25 @@ def load_model(name: str) -> Model:
     """A catalog model, a YAML/TOML model file, or a Hugging Face config.json (or a folder holding one)."""
     config = hf.config_path(name)
     if config is not None:
-        return hf.load(config)
+        return _imported(hf.load(config), str(name))
     mid, d = entry("model", name)
     return model_from_dict(mid, d, label=str(name) if is_file(name) else mid,
                            what="file" if is_file(name) else "entry")
+
+
+def _imported(m: Model, label: str) -> Model:
+    """A model read from a Hugging Face config, held to the schema's bounds like a model file (the importer
+    maps the config's keys; the bounds live in one place, schema.py)."""
+    moe = None
+    if m.moe:
+        moe = {k: v for k, v in dataclasses.asdict(m.moe).items() if k in schema.MoeEntry.model_fields and v is not None}
+    fields = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
+              "head_dim": m.head_dim or None, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab, "seq_len": m.seq_len,
+              "sliding_window": m.sliding_window or None, "mtp_layers": getattr(m, "mtp_layers", 0) or None,
+              "moe": moe, "mla": dataclasses.asdict(m.mla) if m.mla else None}
+    schema.validate("model", {k: v for k, v in fields.items() if k in schema.ModelEntry.model_fields},
+                    f"{label} (as imported)", "file")
+    return m
 
 
 def _window(e) -> tuple[int, int]:
@@ -129,7 +145,9 @@ def _moe(m) -> Moe | None:
     if m is None:
         return None
     return Moe(experts=m.experts, topk=m.topk, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts or 0,
-               shared_ffn=m.shared_ffn, dense_layers=m.dense_layers or 0, layer_freq=m.layer_freq or 1)
+               shared_ffn=m.shared_ffn, dense_layers=m.dense_layers or 0, layer_freq=m.layer_freq or 1,
+               groups=m.groups or 0, topk_groups=m.topk_groups or 0, capacity_factor=m.capacity_factor,
+               imbalance=1.0 if m.imbalance is None else m.imbalance)
 
 
 def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "entry") -> Model:
@@ -152,7 +170,7 @@ def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "en
         kv_heads=e.heads if e.kv_heads is None else e.kv_heads, ffn_hidden=ffn, vocab=e.vocab,
         seq_len=e.seq_len or 2048, mlp=e.mlp or Mlp.GELU, head_dim=e.head_dim or 0,
         tied_embeddings=bool(e.tied_embeddings), dropout=bool(e.dropout), moe=moe, mla=mla,
-        sliding_window=window, sliding_every=every, batch_tokens=e.batch_tokens or 0.0,
+        sliding_window=window, sliding_every=every, mtp_layers=e.mtp_layers or 0, batch_tokens=e.batch_tokens or 0.0,
         published_params=e.published_params or 0.0, published_active_params=e.published_active_params or 0.0,
         source=e.source or "", notes=dict(e.notes or {}),
     )
