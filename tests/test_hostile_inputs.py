@@ -41,6 +41,8 @@ def run(args, capsys):
     (["compare", "llama3-8b", "-H", "p5.48xlarge,p4d.24xlarge", "-n", "8", "--tokens", "inf"], "--tokens"),
     (["plan", "llama3-8b", *P5, "--pareto", "--tokens", "inf"], "--tokens"),
     (["train", "llama3-8b", "--html", ""], "--html needs a path"),
+    (["deploy", "llama3-8b", *P5, "--qps", "nan"], "--qps 'nan' is not a number"),
+    (["deploy", "llama3-8b", *P5, "--requests", "1e30"], "--requests '1e30' is out of range"),
 ])
 def test_flag_classes_are_one_line_exit_2(capsys, args, expected):
     code, out, err = run(args, capsys)
