@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import catalog
-from ..catalog import calibrations
+from ..cost import calibrations
 from ..cost import inference as inf
 from ..cost.inference.speculation import speculation
 from ..errors import FlopcastError

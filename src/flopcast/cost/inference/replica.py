@@ -14,7 +14,8 @@ from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
 from .cpu import cpu_bandwidth, instance_bandwidth
-from .engines import STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency, load_inference_calibration
+from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency,
+                      load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
 
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
@@ -35,7 +36,7 @@ class Deployment:
     kv_bytes: float  # per element
     family: str
     efficiency: EngineEfficiency
-    calibration: object  # cost.efficiency.Calibration, for collectives
+    calibration: object  # model.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
 
@@ -181,7 +182,8 @@ def _threads(system: System, tp: int, threads: int | None) -> int:
     if threads is None:
         threads = limit
     if threads < 1 or threads > limit:
-        raise FlopcastError(f"--threads must be between 1 and {limit} (cores of {tp} socket(s) of {system.id}), got {threads}")
+        raise FlopcastError(f"--threads must be between 1 and {limit} (cores of {tp} socket(s) of {system.id}), got "
+                            f"{threads}")
     return threads
 
 
@@ -197,5 +199,6 @@ def _layout_notes(d: Deployment) -> list[str]:
                      "the padding's extra compute is not modelled")
     if d.kv_replication > 1:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
-                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
+                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
+                     f"{d.kv_replication:g}x")
     return notes

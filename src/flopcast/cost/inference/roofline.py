@@ -50,12 +50,14 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     wb = d.weights.bits / 8.0
     act = 2.0  # bytes per activation element (bf16)
     h = m.hidden
-    qkv = m.layers * h * (m.q_dim + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
+    qkv = m.layers * h * (m.q_dim
+                          + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
     out = m.layers * m.attn_out_dim * h
     mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens)
     logits = m.vocab * h
     parts = {
-        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim + 2 * m.kv_dim) * m.layers, d),
+        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim
+            + 2 * m.kv_dim) * m.layers, d),
         "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
                               d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
         "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),

@@ -80,7 +80,8 @@ def speculation(method: str | None, k: int | None = None, alpha: float | None = 
     try:
         m = Method(str(method).strip().lower())
     except ValueError:
-        raise FlopcastError(f"`speculative` {method!r} is not valid; valid: {', '.join(x.value for x in Method)}") from None
+        valid = ", ".join(x.value for x in Method)
+        raise FlopcastError(f"`speculative` {method!r} is not valid; valid: {valid}") from None
     dk, da = DEFAULTS[m]
     k = dk if k is None else k
     alpha = da if alpha is None else alpha
