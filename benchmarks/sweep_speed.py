@@ -43,7 +43,7 @@ CHECKED = 20  # rows compared with a fresh train() at the end
 
 def _load() -> str:
     try:
-        return "load average %.1f %.1f %.1f" % os.getloadavg()
+        return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
     except OSError:
         return "load average unknown"
 
@@ -92,7 +92,8 @@ def main(argv=None) -> int:
         engine, workers = item.split(":")
         out, wall, cpu = _run(sweep, engine, int(workers))
         results[item] = out
-        cpu_note = f", {cpu / n * 1e3:.0f} ms CPU per scenario (this process and its children)" if engine == "local" else ""
+        cpu_note = (f", {cpu / n * 1e3:.0f} ms CPU per scenario (this process and its children)" if engine == "local"
+                    else "")
         print(f"{engine:<5} {int(workers)} worker(s): {n / wall:7.2f} scenarios/s, {wall:7.1f} s wall{cpu_note}; "
               f"{out.counts}; {_load()}", flush=True)
     rows = next(iter(results.values())).rows

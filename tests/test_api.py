@@ -95,7 +95,8 @@ def test_to_frame_columns_are_the_json_keys():
 def test_to_frame_without_pandas_is_one_clear_error():
     code = ("import sys; sys.modules['pandas'] = None\n"
             "import flopcast\n"
-            "r = flopcast.train('llama2-7b', hardware='p5.48xlarge', chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)\n"
+            "r = flopcast.train('llama2-7b', hardware='p5.48xlarge', chips=8, tp=8, pp=1, micro_batch=1, "
+            "global_batch=8)\n"
             "try:\n    r.to_frame()\nexcept flopcast.FlopcastError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.startswith("to_frame() needs pandas: pip install")
@@ -131,3 +132,14 @@ def test_one_duration_parser():
     for bad in ("soon", "ms", "1 fortnight"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_functions_stay_functions_after_every_submodule_is_imported():
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(api.__path__):
+        importlib.import_module(f"flopcast.api.{info.name}")
+    for name in api.FUNCTIONS:
+        assert callable(getattr(api, name)) and getattr(api, name).__module__.startswith("flopcast.api."), name
+        assert callable(getattr(flopcast, name)), name

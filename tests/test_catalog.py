@@ -3,7 +3,7 @@
 import pytest
 
 from flopcast import catalog
-from flopcast.catalog.show import _flatten
+from flopcast.report.catalog import _flatten
 from flopcast.errors import FlopcastError
 from flopcast.units import GiB, parse
 
@@ -106,7 +106,7 @@ def test_every_chip_name_gives_its_default_system():
 
 
 def test_catalog_shows_every_entry():
-    from flopcast.catalog import show
+    from flopcast.report import catalog as show
 
     for kind in ("chip", "system", "model"):
         for key in catalog.names(kind):

@@ -9,8 +9,8 @@ from flopcast.validate import measured as ms
 from flopcast.validate import training as vt
 
 # a small SwiGLU model: N = L (4 h^2 + 3 h ffn) + V h = 2 (4*64^2 + 3*64*256) + 1000*64 = 195,072 GEMM weights
-MODEL = catalog.model_from_dict("t", dict(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=1000, seq_len=128,
-                                          mlp="swiglu"))
+MODEL = catalog.model_from_dict("t", {"layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 256, "vocab": 1000,
+                                      "seq_len": 128, "mlp": "swiglu"})
 SIX_N = 6 * 195_072
 ATTENTION = 12 * 2 * 64 * 128  # PaLM App. B: 12 L H Q T, H Q = hidden
 

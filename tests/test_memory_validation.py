@@ -10,7 +10,8 @@ from flopcast.cost import memory
 from flopcast.model.strategy import Sharding, parse_choice
 from flopcast.model.system import Dtype
 
-ROWS = list(csv.DictReader(open(pathlib.Path(__file__).resolve().parents[1] / "validation" / "memory_runs.csv")))
+with open(pathlib.Path(__file__).resolve().parents[1] / "validation" / "memory_runs.csv", newline="") as f:
+    ROWS = list(csv.DictReader(f))
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["run_id"] for r in ROWS])

@@ -4,7 +4,6 @@ imbalance, shared experts, interleaved dense/MoE layers, multi-token prediction;
 import dataclasses
 import json
 
-import numpy as np
 import pytest
 
 import flopcast
@@ -64,7 +63,8 @@ def test_group_limited_dispatch_crosses_fewer_nodes():
 
 
 def _deepseek(schedule, **kw):
-    return flopcast.train("deepseek-v3", hardware="hgx-h800", chips=2048, schedule=schedule, **{**DEEPSEEK_LAYOUT, **kw})
+    return flopcast.train("deepseek-v3", hardware="hgx-h800", chips=2048, schedule=schedule, **{**DEEPSEEK_LAYOUT,
+        **kw})
 
 
 def test_deepseek_v3_dualpipe_within_15pct_of_reported_gpu_hours():
@@ -107,7 +107,8 @@ def test_overlap_schedules_memory_and_scalar_vector_agreement():
 def test_overlap_costs_nothing_without_an_all_to_all():
     m, s, cal = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge"), catalog.calibration()
     lay = Layout(tp=1, pp=4, dp=2, micro_batch=1, global_batch=64, dtype=Dtype.BF16)
-    r = training.evaluate(m, s, LayoutBatch.of([lay, dataclasses.replace(lay, schedule=Schedule.ONE_F_ONE_B_OVERLAP)]), cal)
+    r = training.evaluate(m, s, LayoutBatch.of([lay, dataclasses.replace(lay, schedule=Schedule.ONE_F_ONE_B_OVERLAP)]),
+                          cal)
     assert r["step_time_s"][1] == pytest.approx(r["step_time_s"][0])
 
 

@@ -1,4 +1,5 @@
-"""The progress bar: silent for quick work, shown once work passes a second."""
+"""The progress bar (rich, on stderr): silent for quick work, shown once work passes a second; in a pipe,
+one line at the end."""
 
 import io
 
@@ -30,7 +31,21 @@ def test_silent_under_a_second_then_a_bar():
         clock.t = 1.5
         p.update(10)
         assert "searching" in out.getvalue() and "60%" in out.getvalue()
-    assert out.getvalue().endswith("\n") and "100%" in out.getvalue()
+    shown = out.getvalue().replace("\x1b[?25h", "")  # rich shows the cursor again after the last line
+    assert shown.endswith("\n") and "100%" in shown and "100/100 candidates" in shown
+
+
+def test_a_growing_total_never_runs_past_it():
+    clock, out = Clock(), Tty()
+    with Progress("planning", stream=out, clock=clock, unit="sizes") as p:
+        clock.t = 2.0
+        p.add_total(4)
+        p.update(3)
+        p.add_total(4)
+        clock.t = 3.0  # redrawn at most every 0.1 s
+        p.update(1)
+        assert "4/8 sizes" in out.getvalue() and "100%" not in out.getvalue()
+    assert "8/8 sizes" in out.getvalue()
 
 
 def test_quick_work_prints_nothing_and_pipes_get_one_line():
@@ -43,7 +58,7 @@ def test_quick_work_prints_nothing_and_pipes_get_one_line():
         clock.t = 2.0
         p.update(5)
         p.update(5)
-    assert pipe.getvalue() == "planning ...\n"
+    assert pipe.getvalue() == "planning: 10 candidates in 2.0 s\n"
 
 
 def test_search_counts_every_candidate():

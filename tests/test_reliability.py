@@ -36,7 +36,8 @@ def test_llama3_effective_training_time_over_90_percent():
 
 
 def test_breakdown_sums_to_the_lost_time():
-    for a in (GoodputAssumptions(), GoodputAssumptions(async_checkpoint=True, spares=3, planned_interval_s=DAY, **STORE)):
+    for a in (GoodputAssumptions(), GoodputAssumptions(async_checkpoint=True, spares=3, planned_interval_s=DAY,
+                                                       **STORE)):
         g = expected_time(30 * DAY, 100_000, 300e9 * 14, a)
         assert sum(g.breakdown.values()) == pytest.approx(g.expected_s - g.ideal_s, rel=1e-9)
         assert 0 < g.goodput < 1

@@ -61,7 +61,8 @@ def test_every_figure_renders_in_chromium(browser, page):
 
 
 @pytest.mark.parametrize("inserted,expected", [
-    ('<figure class="chart" id="fig-empty"><svg width="0" height="0"></svg></figure>', "error: empty figure(s): fig-empty"),
+    ('<figure class="chart" id="fig-empty"><svg width="0" height="0"></svg></figure>',
+     "error: empty figure(s): fig-empty"),
     ("<script>notDefinedAnywhere();</script>", "error: Uncaught ReferenceError: notDefinedAnywhere is not defined"),
 ])
 def test_the_check_reports_failures(browser, page, tmp_path, inserted, expected):

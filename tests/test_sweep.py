@@ -46,7 +46,8 @@ def test_grid_expands_to_the_product(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [
-    ("models: [llama3-8b]\nsystem: [p5.48xlarge]\nchips: 8\n", "unknown key 'system' in the sweep file; did you mean 'systems'"),
+    ("models: [llama3-8b]\nsystem: [p5.48xlarge]\nchips: 8\n",
+     "unknown key 'system' in the sweep file; did you mean 'systems'"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwith: [2x]}\n",
      "unknown what-if 'memory_bandwith'; did you mean 'memory_bandwidth'"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwidth: [5.8 TB]}\n",
@@ -191,7 +192,8 @@ def test_local_pool_and_ray_give_the_same_rows(tmp_path):
 def test_cli_writes_the_table_and_the_report(tmp_path, capsys):
     from flopcast.cli import main
 
-    f = _file(tmp_path, TINY.replace("chips: [8, 16]", "chips: [8]").replace("[1x, 2x]", "[1x, 2x]\n  peak_flops.bf16: [1x, 2x]"))
+    f = _file(tmp_path, TINY.replace("chips: [8, 16]", "chips: [8]").replace("[1x, 2x]",
+        "[1x, 2x]\n  peak_flops.bf16: [1x, 2x]"))
     out, html = tmp_path / "t.csv", tmp_path / "t.html"
     assert main(["sweep", str(f), "--out", str(out), "--html", str(html), "--workers", "1"]) == 0
     text = capsys.readouterr().out

@@ -71,6 +71,10 @@ def page(server):
         browser.close()
 
 
+def _seconds(text: str) -> float:
+    return float(text.split()[0].replace(",", ""))
+
+
 def _forecast(pg):
     pg.wait_for_selector("body[data-state='ready']")
     return pg.inner_text("#numbers"), pg.inner_html("#figure")
@@ -86,9 +90,10 @@ def test_forecast_follows_the_chip_count(page, tmp_path):
     numbers, figure = _forecast(pg)
     assert "16 trainium1 chips" in pg.inner_text("#title")
     step = pg.inner_text("td[data-key='step_time_s']")
-    assert float(step.split()[0].replace(",", "")) > 0
-    assert "<rect" in figure and 'data-breakdown="time_breakdown_s"' in figure and 'data-breakdown="memory_breakdown_gib"' in figure
-    assert pg.eval_on_selector("#breakdown", "e => e.getBoundingClientRect().width * e.getBoundingClientRect().height") > 0
+    assert _seconds(step) > 0
+    assert "<rect" in figure and 'data-breakdown="time_breakdown_s"' in figure
+    assert 'data-breakdown="memory_breakdown_gib"' in figure
+    assert pg.eval_on_selector("#breakdown", "e => e.getBoundingClientRect().width * e.getBoundingClientRect().height")
     pg.screenshot(path=str(tmp_path / "forecast-16.png"), full_page=True)
 
     pg.fill("#chips", "64")  # the page re-runs the forecast on the change, with no button pressed
@@ -96,8 +101,9 @@ def test_forecast_follows_the_chip_count(page, tmp_path):
     numbers2, figure2 = _forecast(pg)
     assert "64 trainium1 chips" in pg.inner_text("#title")
     assert numbers2 != numbers and figure2 != figure
-    assert float(pg.inner_text("td[data-key='step_time_s']").split()[0].replace(",", "")) < float(step.split()[0].replace(",", ""))
-    assert pg.get_attribute("#dl-csv", "href").startswith("/api/download?") and "chips=64" in pg.get_attribute("#dl-csv", "href")
+    assert _seconds(pg.inner_text("td[data-key='step_time_s']")) < _seconds(step)
+    href = pg.get_attribute("#dl-csv", "href")
+    assert href.startswith("/api/download?") and "chips=64" in href and "format=csv" in href
     pg.screenshot(path=str(tmp_path / "forecast-64.png"), full_page=True)
     assert problems == []
 
@@ -125,3 +131,17 @@ def test_bad_input_shows_one_line(page):
     assert pg.inner_text("#error") == ""
     # the 400 answer itself is logged by Chromium as a failed resource load; nothing else may be
     assert all("status of 400" in p for p in problems), problems
+
+
+def test_intervals_and_new_breakdowns_render_generically(page):
+    """A result with `*_low/*_high` and a breakdown the page has never seen draws them: the page names no field
+    list it would need to keep in step with the results."""
+    pg, problems = page
+    pg.evaluate("""() => show({model: "m", chips: 8, chip: "c", hardware: "h", fits: true, layout: {tp: 8},
+        step_time_s: 2.0, step_time_s_low: 1.5, step_time_s_high: 2.5, goodput_low: 0.9, goodput_high: 0.99,
+        time_breakdown_s: {compute: 1.5, "comm/tp": 0.5}, cost_breakdown_usd: {chips: 80, energy: 20}})""")
+    assert "[1.5 s – 2.5 s]" in pg.inner_text("td[data-key='step_time_s'] + td")
+    assert pg.query_selector("td[data-key='goodput']") is not None
+    assert pg.query_selector("[data-breakdown='cost_breakdown_usd']") is not None
+    assert "100 USD" in pg.inner_text("#figure")
+    assert problems == [] or all("status of 400" in p for p in problems)

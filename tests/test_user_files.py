@@ -7,7 +7,7 @@ import os
 import pytest
 
 from flopcast import catalog
-from flopcast.catalog import show
+from flopcast.report import catalog as show
 from flopcast.cli import main
 from flopcast.errors import FlopcastError
 

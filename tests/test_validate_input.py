@@ -323,7 +323,7 @@ def test_training_report_parentheses_balance(calibration_csv):
     rows = vt.run_validation(calibration_csv, catalog.calibration())
     text = cli_validate.training_report(rows, vt.summarize(rows))
     lines = text.splitlines()
-    for r, line in zip(rows, lines[2:2 + len(rows)]):
+    for line in lines[2:2 + len(rows)]:
         cell = line[5:33]
         assert cell.count("(") == cell.count(")"), line
     worst = next(l for l in lines if l.startswith("five worst:"))

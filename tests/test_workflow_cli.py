@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from flopcast import api, catalog
-from flopcast.catalog import calibrations
+from flopcast.cost import calibrations
 from flopcast.cli import main
 from flopcast.errors import FlopcastError
 from flopcast.validate import calibrate as cb

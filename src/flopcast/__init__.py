@@ -3,9 +3,9 @@
 `import flopcast` loads nothing heavy: the API functions (flopcast.train, flopcast.plan, ...) are
 imported from flopcast.api when first used.
 
-Three names are both a subpackage (the code) and an API function: flopcast.plan, flopcast.validate
-and flopcast.claims. Those modules are callable: `flopcast.plan(...)` calls flopcast.api.plan, while
-`flopcast.plan.capacity` stays the module it always was.
+Four names are both a subpackage (the code) and an API function: flopcast.plan, flopcast.validate,
+flopcast.claims and flopcast.sweep. Those modules are callable: `flopcast.plan(...)` calls
+flopcast.api.plan, while `flopcast.plan.capacity` stays the module it always was.
 """
 
 import importlib
@@ -16,9 +16,10 @@ from .errors import FlopcastError
 
 __version__ = "0.1.0"
 
-_API = ("train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate", "claims",
+_API = ("train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate",
+        "claims",
         "sweep", "TrainResult")
-_SHARED = ("plan", "validate", "claims")  # subpackages whose names are API functions too
+_SHARED = ("plan", "validate", "claims", "sweep")  # subpackages whose names are API functions too
 
 __all__ = [*_API, "FlopcastError"]
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import catalog
-from ..catalog import calibrations
+from ..cost import calibrations
 from ..cost import inference as inf
+from ..cost.inference.speculation import speculation
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..simulate import serving as S
@@ -21,13 +22,15 @@ from .args import python_errors
 
 
 def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None,
-               calibration=None) -> inf.Deployment:
+               calibration=None, speculative=None, spec_tokens=None, acceptance=None) -> inf.Deployment:
     """The deployment of `model` on `hardware` (names, files or catalog objects); `calibration`: a serving
-    calibration file `calibrate` wrote, instead of the shipped one."""
+    calibration file `calibrate` wrote, instead of the shipped one; `speculative` (draft, eagle, medusa, mtp)
+    with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py)."""
     m = model if not isinstance(model, str) else catalog.load_model(model)
     s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
+    spec = speculation(speculative, spec_tokens, acceptance)
     return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                          inference_calibration=calibrations.serving(calibration))
+                          inference_calibration=calibrations.serving(calibration), speculation=spec)
 
 
 def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
@@ -64,7 +67,8 @@ class InferResult(Tabular):
 @python_errors
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
-          output_tokens: int = 128, calibration=None) -> InferResult:
+          output_tokens: int = 128, calibration=None, speculative=None, spec_tokens=None,
+          acceptance=None) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
@@ -72,19 +76,28 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     True
     """
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                   calibration=calibration)
+                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     return InferResult(d, r, tuple(notes), input_tokens, output_tokens)
 
 
 def config(*, scheduler="continuous", replicas: int = 1, router="least-loaded", slo_ttft="1s",
-           slo_tpot="50ms") -> S.ServingConfig:
+           slo_tpot="50ms", prefix_tokens: int = 0) -> S.ServingConfig:
     """A serving configuration from names and durations (`slo_ttft="2s"` or 2.0)."""
     return S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "`scheduler`"), replicas=replicas,
                            routing=S.parse_choice(S.Routing, router, "`router`"),
                            slo_ttft_s=args.duration(slo_ttft, "slo_ttft", "1s, 500ms or 50ms"),
-                           slo_tpot_s=args.duration(slo_tpot, "slo_tpot", "1s, 500ms or 50ms"))
+                           slo_tpot_s=args.duration(slo_tpot, "slo_tpot", "1s, 500ms or 50ms"),
+                           prefix_tokens=_prefix(prefix_tokens))
+
+
+def _prefix(n) -> int:
+    if n is None:
+        return 0
+    if not isinstance(n, int) or n < 0:
+        raise FlopcastError(f"`prefix_tokens` must be a whole number of tokens >= 0, got {n}")
+    return n
 
 
 @dataclass(frozen=True)
@@ -131,7 +144,8 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
           requests: int | None = None, duration=None, input_tokens="512", output_tokens="128", trace=None,
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
-          router="least-loaded", find_capacity: bool = False, calibration=None) -> ServeResult:
+          router="least-loaded", find_capacity: bool = False, calibration=None, speculative=None,
+          spec_tokens=None, acceptance=None, prefix_tokens: int = 0) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
@@ -143,8 +157,9 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     (50, 2.0)
     """
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                   calibration=calibration)
-    cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
+                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+    cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot,
+                 prefix_tokens=prefix_tokens)
     if requests is not None and duration is not None:
         raise FlopcastError("give either `requests` or `duration`, not both")
     notes = assumptions(d, calibration)

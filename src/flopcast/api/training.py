@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import catalog
-from ..catalog import calibrations
-from ..cost.efficiency import Calibration
+from ..cost import calibrations
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.system import System

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import catalog
-from ..catalog import calibrations
+from ..cost import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..validate import training as vt

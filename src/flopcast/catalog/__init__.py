@@ -16,13 +16,11 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-import yaml
-
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..model.efficiency import Calibration, FamilyEfficiency
 from ..model.system import Dtype
 from .build import load_chip, load_model, load_system, model_from_dict, system_for
 from .files import SUFFIXES, entry, file_kind, is_file, read_file
-from .names import DATA, close_matches, names, raw, resolve_name, sources
+from .names import DATA, close_matches, load_yaml, names, raw, resolve_name, sources
 
 __all__ = ["DATA", "SUFFIXES", "calibration", "calibration_from_dict", "close_matches", "entry", "family_mamf",
            "file_kind", "is_file", "load_chip", "load_model", "load_system", "model_from_dict", "names", "raw",
@@ -35,7 +33,7 @@ def calibration() -> Calibration:
     path = DATA / "calibration.yaml"
     if not path.exists():
         return Calibration()
-    return calibration_from_dict(yaml.safe_load(path.read_text()) or {})
+    return calibration_from_dict(load_yaml(path.read_text()) or {})
 
 
 def calibration_from_dict(d: dict) -> Calibration:
@@ -44,7 +42,7 @@ def calibration_from_dict(d: dict) -> Calibration:
     return with_mamf_transfer(Calibration(families=fams, provenance=d.get("provenance") or {}, **glob))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def family_mamf(family: str, dtype: Dtype) -> float | None:
     """Mean measured maximum achievable matmul fraction of peak (chip field `mamf`) over the catalogued chips
     of a family, or None when none has one."""

@@ -35,7 +35,8 @@ def _rates(value):
     for key, rate in value.items():
         name = "fp8" if str(key).lower() == "cfp8" else str(key).lower()
         if name.upper() not in Dtype.__members__:
-            raise _Nested(str(key), rate, f"is not a known data type; valid: {', '.join([t.label for t in Dtype] + ['cfp8'])}")
+            raise _Nested(str(key), rate,
+                          f"is not a known data type; valid: {', '.join([t.label for t in Dtype] + ['cfp8'])}")
         if rate is not None:
             try:
                 out[Dtype[name.upper()]] = check(rate)
@@ -53,7 +54,8 @@ class _Nested(ValueError):
 
 
 _RATE = quantity("flop_rate", 1e6, 1e18)
-Rates = Annotated[dict, PlainValidator(_rates), Field(description="data type -> compute rate, e.g. {bf16: 667 TFLOP/s}")]
+Rates = Annotated[dict, PlainValidator(_rates),
+                  Field(description="data type -> compute rate, e.g. {bf16: 667 TFLOP/s}")]
 
 
 class Strict(BaseModel):
@@ -155,7 +157,8 @@ class ChipEntry(Common):
     memory_bandwidth: quantity("bandwidth", 1e6, 1e16)
     sram: quantity("bytes", 1.0, 1e13) | None = None
     power: quantity("power", 1e-3, 1e5) | None = None
-    tile: Annotated[tuple[count(1, 2**16), count(1, 2**16)], Field(description="two integers, e.g. [128, 128]")] | None = None
+    tile: Annotated[tuple[count(1, 2**16), count(1, 2**16)],
+                    Field(description="two integers, e.g. [128, 128]")] | None = None
     cores: count(1, 10**7) | None = None
     default_system: Text | None = None
     clock: quantity("frequency", 1e6, 1e11) | None = None
@@ -179,7 +182,8 @@ class SystemEntry(Common):
     chip: Text
     chips_per_node: count(1, 10**6) | None = None
     tiers: Annotated[list[TierEntry], Field(max_length=16, description="a list of at most 16 tiers, innermost first "
-                                                                   "(name, size, topology, bandwidth, latency)")] | None = None
+                                                                   "(name, size, topology, bandwidth, "
+                                                                   "latency)")] | None = None
     price_per_hour: quantity("price", 0.0, 1e7, zero_ok=True) | None = None
     vcpus: count(0, 10**6) | None = None
     memory: quantity("bytes", 2**20, 1e16) | None = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import api, catalog
+from .. import catalog
+from ..plan import forecast
 from ..cost.params import total_params
 from ..model.system import System
 
@@ -66,7 +67,7 @@ class Runs:
     """One claims run: a cache of training predictions (claims share configurations) and progress."""
 
     def __init__(self, quick: bool, progress=None, calibration=None):
-        from ..catalog import calibrations
+        from ..cost import calibrations
 
         self.quick = quick
         self.progress = progress or (lambda msg: None)
@@ -83,7 +84,7 @@ class Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = api.train(model, hardware, chips, calibration=self.calibration, **layout)
+            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration, **layout)
         return self._cache[key]
 
 

@@ -46,7 +46,8 @@ def graviton_cases(quick: bool, engines: dict | None = None) -> list[dict]:
                     p3, p4 = inf.predict(d3, b, 512, 128), inf.predict(d4, b, 512, 128)
                     fits = p3.fits and p4.fits
                     common = {"model": mname, "weights": w, "batch": b, "basis": basis, "graviton3": pair[0][0],
-                              "graviton4": pair[1][0], "fits": fits, "fits_graviton3": p3.fits, "fits_graviton4": p4.fits,
+                              "graviton4": pair[1][0], "fits": fits, "fits_graviton3": p3.fits,
+                                  "fits_graviton4": p4.fits,
                               "memory_needed_gib": sum(p4.memory_bytes.values()) / GiB,
                               "memory_graviton3_gib": p3.memory_capacity_bytes / GiB,
                               "memory_graviton4_gib": p4.memory_capacity_bytes / GiB}
@@ -148,7 +149,8 @@ def estimate_faster(runs: Runs, rows: dict) -> Estimate:
         ev.assumptions + ("estimate = median predicted speed-up at equal core count (prefill tokens/s and decode "
                           "tokens/s over all cases that fit); the announcement's 30% is for general workloads",),
         ev.sources,
-        (f"at 64 cores each flopcast predicts {lo:.2f}-{hi:.2f}x (median {est_a:.2f}x): clock {g4.clock / g3.clock:.2f}x "
+        (f"at 64 cores each flopcast predicts {lo:.2f}-{hi:.2f}x (median {est_a:.2f}x): clock "
+         f"{g4.clock / g3.clock:.2f}x "
          f"for compute-bound prefill, {eq['bandwidth_ratio']:.2f}x sustained bandwidth for decode; per socket "
          f"it is {median(ev.speedups('socket')):.2f}x." if est_a else "no case fits on both."),
         {"summary": _speedup_summary(ev.cases), "equal_cores_speedup_min": lo, "equal_cores_speedup_max": hi,
@@ -171,7 +173,8 @@ def estimate_cores(runs: Runs, rows: dict) -> Estimate:
          f"{g4.peak(Dtype.INT8) / g3.peak(Dtype.INT8):.3f}x, which prefill (compute-bound) tracks"),
         ev.sources[:2] + ev.sources[4:6],
         (f"the catalog has {g4.cores} vs {g3.cores} cores per socket; predicted per-socket prefill speed-up "
-         f"{sock_pre:.2f}x tracks the compute ratio {sock['compute_ratio']:.2f}x (cores x clock {g4.clock / g3.clock:.2f})."),
+         f"{sock_pre:.2f}x tracks the compute ratio {sock['compute_ratio']:.2f}x (cores x clock "
+         f"{g4.clock / g3.clock:.2f})."),
         {"cores_graviton3": g3.cores, "cores_graviton4": g4.cores, "socket_prefill_speedup_median": sock_pre,
          "socket_compute_ratio": sock["compute_ratio"], "clock_ratio": ev.clock_ratio},
     )
@@ -189,7 +192,8 @@ def estimate_bandwidth(runs: Runs, rows: dict) -> Estimate:
          "sustained bandwidth b(n) = n r R / sqrt((n r)^2 + R^2) (cost/inference.py cpu_bandwidth), which decode "
          "at small batch is bound by"),
         ev.sources[2:4] + ev.sources[6:7],
-        (f"the catalog gives {g4.memory_bandwidth / 1e9:.1f} vs {g3.memory_bandwidth / 1e9:.1f} GB/s ({bw_ratio:.2f}x); "
+        (f"the catalog gives {g4.memory_bandwidth / 1e9:.1f} vs {g3.memory_bandwidth / 1e9:.1f} GB/s "
+         f"({bw_ratio:.2f}x); "
          f"bandwidth-bound decode per socket speeds up {sock_dec_bw:.2f}x (modelled sustained bandwidth "
          f"{sock['bandwidth_ratio']:.2f}x)." if sock_dec_bw else f"the catalog gives {bw_ratio:.2f}x."),
         {"bandwidth_graviton3_gbps": g3.memory_bandwidth / 1e9, "bandwidth_graviton4_gbps": g4.memory_bandwidth / 1e9,

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import api, catalog
+from .. import catalog
+from ..plan import forecast
 from ..cost.params import total_params
 from ..model.strategy import Recompute
 from ..plan import search as search_mod
@@ -17,8 +18,8 @@ from .rows import Estimate
 
 def _outcome(model_name: str, hardware: str, chips: int, calibration) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
-    m, system = api.resolve_model(model_name), api.resolve_system(hardware)
-    space = replace(api.layout_space(), ep=(1,))
+    m, system = forecast.resolve_model(model_name), forecast.resolve_system(hardware)
+    space = replace(forecast.layout_space(), ep=(1,))
     out = search_mod.search(m, system, chips, calibration, space)
     fits = np.asarray(out.results["fits"]) if out.results else np.zeros(0, bool)
     no_rec = fits & (out.batch.recompute == int(Recompute.NONE)) if fits.size else fits
@@ -55,7 +56,8 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
     counts = {"trainium1": _outcome(GPT300B, TRN1, ref, runs.calibration),
               "trainium2": _outcome(GPT300B, TRN2, ref, runs.calibration)}
     l1, l2 = largest["trainium1"], largest["trainium2"]
-    why = (f"the catalog gives {c2.memory / GiB:.0f} GiB vs {c1.memory / GiB:.0f} GiB ({est:.1f}x): one instance trains "
+    why = (f"the catalog gives {c2.memory / GiB:.0f} GiB vs {c1.memory / GiB:.0f} GiB ({est:.1f}x): one instance "
+           f"trains "
            f"{l2['model'] if l2 else 'none'} instead of {l1['model'] if l1 else 'none'}, gpt-300b needs "
            f"{min_chips['trainium2']} instead of {min_chips['trainium1']} chips, and at {ref} chips "
            f"{counts['trainium2']['fit']:,} vs {counts['trainium1']['fit']:,} layouts fit.")
@@ -66,7 +68,8 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
          "memory per chip on the busiest pipeline stage (Korthikanti et al. 2022) incl. the runtime reserve",
          f"layout counts: flopcast's search for {GPT300B} at {ref} chips (the smallest power of two where it fits "
          "on Trainium1), BF16"),
-        (source_of("trainium1", "memory", c1), source_of("trainium2", "memory", c2), f"catalog {GPT300B} [NARAYANAN2021]",
+        (source_of("trainium1", "memory", c1), source_of("trainium2", "memory", c2),
+         f"catalog {GPT300B} [NARAYANAN2021]",
          f"announcement [{ANNOUNCEMENT}]"),
         why,
         {"trn1_memory_gib": c1.memory / GiB, "trn2_memory_gib": c2.memory / GiB,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .. import catalog
-from .evidence import ANNOUNCEMENT, GPT300B, ULTRACLUSTER, WEAK_SEQS_PER_CHIP, Runs, describe_run, fabric_tiers, source_of
+from .evidence import (ANNOUNCEMENT, GPT300B, ULTRACLUSTER, WEAK_SEQS_PER_CHIP, Runs, describe_run, fabric_tiers,
+                       source_of)
 from .rows import Estimate
 from .rules import TOLERANCE
 
@@ -16,7 +17,8 @@ def estimate_peak(runs: Runs, rows: dict) -> Estimate:
     peaks = {d.label: p for d, p in chip.peak_flops.items() if p}
     close = {k: p for k, p in peaks.items() if abs(p - per_chip) <= TOLERANCE * per_chip}
     prefer = ("bf16", "fp16", "tf32", "fp8", "fp32", "int8")  # ties (equal peaks) go to the training dtype
-    best = min(close, key=lambda k: (abs(peaks[k] - per_chip), prefer.index(k) if k in prefer else 99)) if close else None
+    best = min(close, key=lambda k: (abs(peaks[k] - per_chip), prefer.index(k) if k in prefer
+                                     else 99)) if close else None
     est = None if best is None else chips * peaks[best] / 1e18
     same = sorted(k for k in close if peaks[k] == peaks.get(best))
     why = (f"65 EFLOP/s / 100,000 chips = 650 TFLOP/s per chip, which is the dense {'/'.join(same)} peak "
@@ -28,7 +30,8 @@ def estimate_peak(runs: Runs, rows: dict) -> Estimate:
         (f"estimate = 100,000 chips x catalog trainium2.peak_flops.{best} (dense peak)",
          "the catalog holds dense peaks only (chips.yaml: 'peak_flops are dense'); a structured-sparse rate is not "
          "in the entry, so a sparse reading of 65 EF cannot be checked from it"),
-        tuple(source_of("trainium2", f"peak_flops.{k}", chip) for k in sorted(peaks)) + (f"announcement [{ANNOUNCEMENT}]",),
+        tuple(source_of("trainium2", f"peak_flops.{k}", chip) for k in sorted(peaks))
+            + (f"announcement [{ANNOUNCEMENT}]",),
         why,
         {"claimed_per_chip_tflops": per_chip / 1e12, "matching_dtype": best, "matching_dtypes": same,
          "peaks_tflops": {k: p / 1e12 for k, p in sorted(peaks.items())},

@@ -13,7 +13,8 @@ VERDICT_RULES = (
     "claim above that band -> optimistic; claim below it -> pessimistic",
     f"'weeks instead of months': weeks = expected time-to-train (with failures) under {WEEKS_THRESHOLD_DAYS:.0f} days "
     "(8 weeks), months = that or more; consistent if at some swept cluster size Trainium2 takes weeks while "
-    "Trainium1 takes months (or does not fit); optimistic if Trainium2 takes months at every swept size; cannot tell if Trainium1 "
+    "Trainium1 takes months (or does not fit); optimistic if Trainium2 takes months at every swept size; cannot tell "
+    "if Trainium1 "
     "also takes weeks wherever Trainium2 does (the announcement names no baseline)",
     "a figure flopcast cannot compute (a catalog field is missing) -> cannot tell, naming what is missing",
 )

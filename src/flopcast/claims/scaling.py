@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import api, catalog
+from .. import catalog
+from ..plan import forecast
 from .evidence import ANNOUNCEMENT, GPT300B, ULTRACLUSTER, WEAK_SEQS_PER_CHIP, Runs, source_of, train_point
 from .rows import Estimate
 
@@ -13,7 +14,7 @@ def _sizes(quick: bool) -> list[int]:
 
 def estimate_scaling(runs: Runs, rows: dict) -> Estimate:
     """5: weak- and strong-scaling efficiency of the ~300B GPT from one instance to 100,000 chips."""
-    strong_gb = int(round(api.resolve_model(GPT300B).batch_tokens / api.resolve_model(GPT300B).seq_len))
+    strong_gb = int(round(forecast.resolve_model(GPT300B).batch_tokens / forecast.resolve_model(GPT300B).seq_len))
     weak, strong = [], []
     for n in _sizes(runs.quick):
         gb = max(1, int(n * WEAK_SEQS_PER_CHIP))
@@ -29,7 +30,8 @@ def estimate_scaling(runs: Runs, rows: dict) -> Estimate:
     eff, s_eff = top["efficiency"], stop["efficiency"]
     smallest = next((p["chips"] for p in weak if p["fits"]), None)
     sizes = ", ".join(f"{n:,}" for n in _sizes(runs.quick))
-    why = (f"of the swept sizes ({sizes} chips) gpt-300b first fits on {smallest:,}, not one instance; at 100,000 chips with 0.5 sequence per chip "
+    why = (f"of the swept sizes ({sizes} chips) gpt-300b first fits on {smallest:,}, not one instance; at 100,000 "
+           f"chips with 0.5 sequence per chip "
            f"it keeps {100 * eff:.0f}% of the best per-chip rate (MFU {100 * top['mfu']:.0f}%, dp over "
            f"{top['fabric_tiers']['dp']}), with a fixed {strong_gb}-sequence batch only {100 * s_eff:.0f}% "
            f"(MFU {100 * stop['mfu']:.0f}%)." if eff and s_eff else "no size in the sweep gives a fitting layout.")
@@ -38,7 +40,8 @@ def estimate_scaling(runs: Runs, rows: dict) -> Estimate:
         (f"prediction: {GPT300B} on {ULTRACLUSTER} at {', '.join(f'{n:,}' for n in _sizes(runs.quick))} chips, "
          "each at its best searched layout with the global batch pinned",
          f"weak scaling: global batch = {WEAK_SEQS_PER_CHIP} sequence per chip (Llama 3's 16M tokens on 16,384 GPUs); "
-         f"strong scaling: fixed {strong_gb} sequences ({GPT300B} batch_tokens / seq_len, Narayanan et al. 2021 Table 1)",
+         f"strong scaling: fixed {strong_gb} sequences ({GPT300B} batch_tokens / seq_len, Narayanan et al. 2021 Table "
+         f"1)",
          "claimed 1.0: 65 EF is 100,000 chips x the per-chip peak, i.e. no loss to scale",
          "efficiency = tokens/s per chip at a size / the best tokens/s per chip among the swept sizes that fit",
          "the EFA tier is modelled as a non-blocking switch (alpha-beta, no congestion or oversubscription)",

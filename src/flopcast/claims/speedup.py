@@ -71,7 +71,8 @@ def estimate_perf_per_watt(runs: Runs, rows: dict) -> Estimate:
     if missing:
         est = None
         why = "the catalog has no power for " + " and ".join(
-            f"trainium{i}" for i, c in ((1, c1), (2, c2)) if c.power is None) + " (AWS publishes none), so flopcast cannot divide performance by watts."
+            f"trainium{i}" for i, c in ((1, c1), (2, c2))
+                if c.power is None) + " (AWS publishes none), so flopcast cannot divide performance by watts."
     else:
         est = perf_ratio / (c2.power / c1.power) if perf_ratio else None
         why = f"performance ratio {perf_ratio:.2f}x over power ratio {c2.power / c1.power:.2f}x."

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import api, catalog
+from .. import catalog
+from ..plan import forecast
 from ..units import DAY
 from .evidence import ANNOUNCEMENT, GPT300B, TRN1, ULTRACLUSTER, Runs, source_of
 from .rows import Estimate
@@ -14,7 +15,7 @@ from .rules import WEEKS_THRESHOLD_DAYS
 def estimate_weeks(runs: Runs, rows: dict) -> Estimate:
     """6: expected days to train the ~300B GPT (with failures) on Trainium2 and Trainium1 over cluster sizes."""
     sizes = [100_000] if runs.quick else [1024, 2048, 4096, 8192, 16384, 32768, 65536, 100_000]
-    tokens = api.default_tokens(api.resolve_model(GPT300B))
+    tokens = forecast.default_tokens(forecast.resolve_model(GPT300B))
     series = {"trainium2": [], "trainium1": [], "threshold_days": WEEKS_THRESHOLD_DAYS}
     points = []
     for n in sizes:
@@ -41,7 +42,8 @@ def estimate_weeks(runs: Runs, rows: dict) -> Estimate:
     return Estimate(
         est,
         (f"prediction: {GPT300B} for 20 tokens per parameter ({tokens:.3g} tokens, Hoffmann et al. 2022) on "
-         f"{ULTRACLUSTER} (Trainium2) and {TRN1} (Trainium1) at {', '.join(f'{n:,}' for n in sizes)} chips, best layouts",
+         f"{ULTRACLUSTER} (Trainium2) and {TRN1} (Trainium1) at {', '.join(f'{n:,}' for n in sizes)} chips, best "
+         f"layouts",
          "expected time = cost/reliability.goodput_for (Daly 2006 checkpoint interval; one interruption per "
          "50,677 chip-hours from the Llama 3 paper; stragglers folded into calibration, cv = 0)",
          f"estimate = Trainium2's expected days at the smallest swept size under {WEEKS_THRESHOLD_DAYS:.0f} days "

@@ -11,6 +11,7 @@ import textwrap
 import click
 
 from .. import api
+from ..progress import Progress
 from ..report.text import table
 from .options import calibration_option, report_options
 from .render import emit_report, to_json
@@ -109,7 +110,8 @@ def report(result) -> str:
 
 
 @click.command("claims")
-@click.option("--json", "as_json", is_flag=True, help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
 @click.option("--quick", is_flag=True, help="Fewer cluster sizes, models and batches (a fast run).")
 @calibration_option
 @report_options
@@ -120,7 +122,8 @@ def claims(as_json, quick, calibration, html, png):
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True), calibration=calibration)
+    with Progress("checking the claims", unit="claims") as bar:
+        out = api.claims(quick=quick, progress=bar.step, calibration=calibration)
     result = out.result
     click.echo(to_json(out.to_dict()) if as_json else report(result))
     from ..report import figures  # the figures load matplotlib only when a report is asked for

@@ -62,17 +62,21 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. p5.48xlarge,trn2.48xlarge).")
 @click.option("--slo-ttft", default="2s", show_default=True, help="Time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Time-per-output-token target.")
-@click.option("--qps", type=float, default=None, help="Serve this request rate (whole instances); default: each at its capacity.")
+@click.option("--qps", type=float, default=None,
+              help="Serve this request rate (whole instances); default: each at its capacity.")
 @click.option("--find-capacity", is_flag=True, help="Rank at capacity (the default when --qps is not given).")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
-@click.option("--weights", default=None, help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
-@click.option("--kv-dtype", default=None, help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
+@click.option("--weights", default=None,
+              help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
+@click.option("--kv-dtype", default=None,
+              help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
 @click.option("--requests", type=int, default=300, show_default=True, help="Requests per simulation (at least).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the arrivals.")
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write every simulated deployment to this CSV.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+              help="Write every simulated deployment to this CSV.")
 def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
            requests, seed, calibration, as_json, csv_path):
     """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, pruned by the

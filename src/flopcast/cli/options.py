@@ -23,7 +23,8 @@ def layout_options(f):
                      help="Megatron sequence parallelism (needs tp > 1)."),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8"]),
                      help="Compute data type (fp8: FP8 GEMMs, BF16 elsewhere; cfp8 = Trainium's configurable FP8)."),
-        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe", "dualpipe", "1f1b-overlap"]), help="Pipeline schedule."),
+        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe", "dualpipe", "1f1b-overlap"]),
+                     help="Pipeline schedule."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -44,7 +45,8 @@ def report_options(f):
     f = click.option("--png", "png", type=click.Path(file_okay=False), default=None,
                      help="Also write each figure as a PNG (about 110 dpi) into this directory (needs matplotlib).")(f)
     f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
-                     help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
+                     help="Also write a self-contained HTML report with the figures to this file (needs "
+                          "matplotlib).")(f)
     return f
 
 

@@ -33,7 +33,8 @@ def _na(value, reason, fmt):
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the ranking minimises per token: time, dollars or joules.")
 @click.option("--dtypes", help="Compute dtypes to search over, comma-separated (e.g. bf16,fp8); default bf16.")
-@click.option("--batch-range", help="Global batch range in sequences, MIN:MAX (default: 0.5x..2x the model's customary batch).")
+@click.option("--batch-range",
+              help="Global batch range in sequences, MIN:MAX (default: 0.5x..2x the model's customary batch).")
 @click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @layout_options
@@ -92,7 +93,8 @@ def _point_line(p) -> str:
 @click.command("plan")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="System to size (whole nodes of it).")
-@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@click.option("--tokens", default="chinchilla", show_default=True,
+              help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
 @click.option("--deadline", help="Finish within this time (e.g. 30d, 12h): the smallest cluster that does.")
 @click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
 @click.option("--pareto", is_flag=True, help="The frontier of cluster size, time to train and cost.")
@@ -122,8 +124,10 @@ def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_pat
         click.echo(_point_line(p) + mark)
     if out.chosen is not None:
         r = out.chosen.result
-        click.echo(f"answer: {out.chosen.nodes:,} nodes ({out.chosen.chips:,} chips), {r.time_to_train_s / DAY:.1f} days, "
-                   + (f"${r.cost_usd:,.0f}" if r.cost_usd is not None else f"cost n/a ({r.why_missing().get('cost', '')})")
+        click.echo(f"answer: {out.chosen.nodes:,} nodes ({out.chosen.chips:,} chips), {r.time_to_train_s / DAY:.1f} "
+                   f"days, "
+                   + (f"${r.cost_usd:,.0f}" if r.cost_usd is not None
+                      else f"cost n/a ({r.why_missing().get('cost', '')})")
                    + f"; layout {r.layout.describe()}")
     elif out.kind == "pareto" and system.price_per_hour is None:
         click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
@@ -131,19 +135,26 @@ def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_pat
 
 @click.command("compare")
 @click.argument("model")
-@click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
+@click.option("--hardware", "-H", required=True,
+              help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
 @click.option("--chips", "-n", type=int, default=None,
               help="Chips on each system (required for training; serving defaults to one instance).")
-@click.option("--tokens", default="chinchilla", show_default=True, help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
+@click.option("--tokens", default="chinchilla", show_default=True,
+              help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
 @layout_options
 @click.option("--serve", is_flag=True,
               help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
-@click.option("--qps", type=float, default=None, help="Serving: simulate this request rate instead of finding each capacity.")
-@click.option("--input-tokens", default="512", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
-@click.option("--output-tokens", default="128", show_default=True, help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
-@click.option("--weights", default=None, help="Serving: bf16, fp8, int8, q4_0, q8_0, ... (default bf16 on accelerators, q4_0 on CPUs).")
+@click.option("--qps", type=float, default=None,
+              help="Serving: simulate this request rate instead of finding each capacity.")
+@click.option("--input-tokens", default="512", show_default=True,
+              help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--output-tokens", default="128", show_default=True,
+              help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--weights", default=None,
+              help="Serving: bf16, fp8, int8, q4_0, q8_0, ... (default bf16 on accelerators, q4_0 on CPUs).")
 @click.option("--kv-dtype", default=None, help="Serving: KV-cache type (bf16, fp16, fp8, int8, q8_0, q4_0).")
-@click.option("--scheduler", default="continuous", show_default=True, help="Serving: static | continuous | chunked-prefill.")
+@click.option("--scheduler", default="continuous", show_default=True,
+              help="Serving: static | continuous | chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Serving: time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
 @click.option("--requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
@@ -232,11 +243,14 @@ def _print_serving(res) -> None:
             ("capacity req/s" if qps is None else "offered req/s", lambda p: f"{p.qps:.3g}"),
             ("served req/s", lambda p: f"{p.result.throughput_requests_per_s:.3g}"),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
-            ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None else "n/a"),
-            ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None else "n/a"),
+            ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None
+             else "n/a"),
+            ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None
+             else "n/a"),
             ("SLO met", lambda p: f"{100 * p.result.slo_attainment:.0f} %"),
             ("price/hour", lambda p: _na(p.deployment.price_per_hour, "no price", lambda v: f"${v:.2f}")),
-            ("$/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price", lambda v: f"${v:.3f}")),
+            ("$/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price",
+                                          lambda v: f"${v:.3f}")),
             ("$/M tokens", lambda p: _na(p.result.cost_per_million_tokens_usd, "no price", lambda v: f"${v:.4f}"))]
     click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
     for label, f in rows:

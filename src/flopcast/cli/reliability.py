@@ -19,19 +19,22 @@ def _reports():
 @click.command("reliability")
 @click.argument("model", default=api.DEFAULT_MODEL)
 @click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
-@click.option("--chips", "-n", type=int, default=None, help="Chips in the cluster (default: 64 instances of the default system, else one).")
+@click.option("--chips", "-n", type=int, default=None,
+              help="Chips in the cluster (default: 64 instances of the default system, else one).")
 @layout_options
 @click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
 @click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--mtbf-chip-hours", type=float, default=None, help="Chip-hours per interruption (default: Llama 3's 50,677).")
+@click.option("--mtbf-chip-hours", type=float, default=None,
+              help="Chip-hours per interruption (default: Llama 3's 50,677).")
 @click.option("--checkpoint-write-gbps", type=float, default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
 @click.option("--checkpoint-load-gbps", type=float, default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
 @click.option("--async-checkpoint/--no-async-checkpoint", default=None, help="Only the snapshot to host memory blocks.")
 @click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
 @click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
 @click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
-@click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
+@click.option("--cv", type=float, default=None,
+              help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @calibration_option
@@ -78,7 +81,8 @@ def _print_one(result, g, sim):
     e(f"{'lost chip-hours':24}{g.lost_chip_hours:>16,.0f}{sim.lost_chip_hours.mean():>16,.0f}")
     e("time lost, by cause:")
     for k, v in g.breakdown.items():
-        e(f"  {k:22}{fmt_duration(v) if v >= 1 else '0':>16}{fmt_duration(float(sim.breakdown_s[k].mean())) if sim.breakdown_s[k].mean() >= 1 else '0':>16}")
+        mc = float(sim.breakdown_s[k].mean())
+        e(f"  {k:22}{fmt_duration(v) if v >= 1 else '0':>16}{fmt_duration(mc) if mc >= 1 else '0':>16}")
     e(f"(simulated {sim.events:,} events in {sim.elapsed_s:.2f} s, seed {sim.seed})")
     e("")
     _print_assumptions(a, g)
@@ -128,7 +132,8 @@ def _sweep(out, as_json, html=None, png=None):
         e(f"{n:>8,}  skipped: {msg}")
     e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")
     if knee is not None:
-        e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's worth")
+        e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's "
+          f"worth")
     else:
         e("adding chips keeps paying off over this range (each step buys at least half its chips' worth)")
     e(f"fastest expected time-to-train: {best:,} chips")

@@ -7,6 +7,7 @@ import click
 
 from .. import api
 from ..errors import FlopcastError
+from ..progress import Progress
 from ..report.figures import DEFAULT_SERVE_CHIPS, DEFAULT_SERVE_MODEL, DEFAULT_SERVE_SYSTEM, build_report
 from .options import calibration_option, layout_from, layout_options, report_options
 from .render import emit_report
@@ -56,7 +57,14 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
             scaling = []
         if not scaling or min(scaling) < 1:
             raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
-    emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
-                                                serve_hardware=serve_hardware, serve_chips=serve_chips,
-                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw),
-                                                calibration=calibration))
+    with Progress("drawing the report", unit="steps") as bar:
+
+        def step(k: int, n: int, text: str) -> None:  # build_report names each step as it starts
+            bar.total, bar.done = n, k - 1
+            bar.note(text)
+
+        emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
+                                                    serve_hardware=serve_hardware, serve_chips=serve_chips,
+                                                    requests=n_requests, scaling_chips=scaling,
+                                                    layout=layout_from(kw), calibration=calibration, progress=step))
+        bar.update(bar.total - bar.done)

@@ -29,13 +29,22 @@ def _ms(v):
 
 _common = [
     click.argument("model"),
-    click.option("--hardware", "-H", required=True, help="System or chip name, or a file (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)."),
-    click.option("--chips", "-n", type=int, default=None, help="Chips (sockets for CPUs) in use; default: the instance's."),
+    click.option("--hardware", "-H", required=True,
+                 help="System or chip name, or a file (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)."),
+    click.option("--chips", "-n", type=int, default=None,
+                 help="Chips (sockets for CPUs) in use; default: the instance's."),
     click.option("--tp", type=int, default=None, help="Tensor-parallel degree in chips; default: all chips in use."),
     click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use."),
-    click.option("--weights", default=None, help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
+    click.option("--weights", default=None,
+                 help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
     calibration_option,
+    click.option("--speculative", default=None, help="Speculative decoding: draft, eagle, medusa or mtp."),
+    click.option("--spec-tokens", type=int, default=None,
+                 help="Tokens drafted per step (default per method: 4; mtp 1)."),
+    click.option("--acceptance", type=float, default=None,
+                 help="Acceptance rate per drafted token "
+                      "(default per method: draft 0.7, eagle 0.75, medusa 0.6, mtp 0.85)."),
 ]
 
 
@@ -52,11 +61,13 @@ def _apply(fn):
 @click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, batch, input_tokens, output_tokens, as_json,
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+          batch, input_tokens, output_tokens, as_json,
           html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration)
+                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration,
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -65,7 +76,8 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, b
     mem = r.memory_bytes
     lines = [
         f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
-        + (f", {d.threads} threads" if d.threads else "") + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
+        + (f", {d.threads} threads" if d.threads else "")
+            + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
         f"engine family {d.family}",
         f"batch {batch}, {input_tokens} input tokens, {output_tokens} output tokens",
         f"  time to first token      {_ms(r.ttft_s)}",
@@ -76,7 +88,8 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, b
         f"{d.efficiency.request_overhead_s * 1e3:.1f} ms per request of engine overhead)",
         f"  end-to-end latency       {r.e2e_s:.3f} s",
         f"  memory per replica       weights {mem['weights'] / GiB:.2f} GiB + KV cache {mem['kv_cache'] / GiB:.2f} GiB "
-        f"+ other {mem['other'] / GiB:.2f} GiB = {sum(mem.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB"
+        f"+ other {mem['other'] / GiB:.2f} GiB = {sum(mem.values()) / GiB:.2f} GiB of "
+        f"{r.memory_capacity_bytes / GiB:.1f} GiB"
         + ("" if r.fits else "  (DOES NOT FIT)"),
         f"  largest batch that fits  {r.max_batch} sequences at {input_tokens + output_tokens} tokens",
         "  cost per million output tokens  "
@@ -89,29 +102,38 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, b
 
 @click.command()
 @_apply
+@click.option("--prefix-tokens", type=int, default=None,
+              help="Prefix caching: tokens at the start of every prompt shared and already cached (vLLM APC).")
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
-@click.option("--requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
+@click.option("--requests", type=int, default=None,
+              help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as "
+                   "`compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--trace", default=None, help="CSV with arrival_s,input_tokens,output_tokens")
-@click.option("--scheduler", default="continuous", show_default=True, help="Batching: static, continuous or chunked-prefill.")
+@click.option("--scheduler", default="continuous", show_default=True,
+              help="Batching: static, continuous or chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Time-per-output-token target.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of arrivals and lengths.")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
-@click.option("--router", default="least-loaded", show_default=True, help="Routing over replicas: least-loaded or round-robin.")
+@click.option("--router", default="least-loaded", show_default=True,
+              help="Routing over replicas: least-loaded or round-robin.")
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, qps, requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+          prefix_tokens, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
-                    replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration)
+                    replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
+                        {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
@@ -130,16 +152,19 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, q
     elif qps is not None:
         lines.append(f"  offered load             {qps:g} requests/s")
     lines += [
-        f"  requests                 {res.completed} completed of {res.requests}" + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
+        f"  requests                 {res.completed} completed of {res.requests}"
+            + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
         "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99")),
         "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99")),
         "  e2e   p50/p90/p99        " + " / ".join(_ms(res.e2e_s[k]) for k in ("p50", "p90", "p99")),
-        f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, {res.output_tokens_per_s:.4g} output tokens/s, "
+        f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, {res.output_tokens_per_s:.4g} "
+        f"output tokens/s, "
         f"{res.total_tokens_per_s:.4g} tokens/s (input + output)",
         f"  SLO attainment           {100 * res.slo_attainment:.1f} % of requests",
         f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}",
         f"  cost per million tokens  {_money(res.cost_per_million_tokens_usd)} (input + output)",
-        f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, {res.makespan_s:.1f} s",
+        f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, "
+        f"{res.makespan_s:.1f} s",
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
     click.echo("\n".join(lines))

@@ -62,7 +62,7 @@ def train(model, hardware, chips, tokens, objective, framework, calibration, as_
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def catalog(name, as_json):
     """List built-in models, chips and systems, or show one entry with the source of every number."""
-    from ..catalog import show
+    from ..report import catalog as show
 
     if name:
         click.echo(show.entry_text(name) if not as_json else to_json(show.entry_json(name)))

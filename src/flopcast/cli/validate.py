@@ -9,7 +9,7 @@ import re
 import click
 
 from .. import api
-from ..api.validation import prepare_out
+from ..api.validation import files_of, prepare_out, schema
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.text import table
@@ -156,7 +156,8 @@ def training_report(rows, summary) -> str:
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
@@ -171,8 +172,8 @@ def validate(file, as_json, out, cross_validate, calibration, csv_path):
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
     if out:
-        api.validation.schema(file)  # a file that is neither schema fails before --out is touched
-        for f in api.validation.files_of(file):
+        schema(file)  # a file that is neither schema fails before --out is touched
+        for f in files_of(file):
             prepare_out(out, str(f))
     with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
         res = api.validate(file, cross_validate=cross_validate, calibration=calibration, progress=bar)

@@ -137,11 +137,11 @@ def dispatch_time(tokens, token_bytes, topk, n, stride, system: System, calibrat
     Without a group limit every (token, expert) pair is one message (Megatron-Core's all-to-all dispatcher), the
     plain all-to-all of `collective_time`. With group-limited routing (each token's experts in at most
     `topk_groups` of `groups` contiguous expert groups, so on at most topk_groups x max(1, nodes / groups)
-    nodes: node-limited routing, DeepSeek-V3 sec. 2.1.2) the dispatch is hierarchical, as DeepSeek-V3 runs it (report sec. 3.2.2, DeepEP): a
-    token crosses the scale-out network once per distinct remote node, then NVLink forwards it to the ranks
-    of that node holding its experts; both legs run at once, so the time is the slower one. Distinct nodes
-    per token: the occupancy expectation of topk draws among min(nodes, limit) nodes, of which a share
-    (nodes - 1) / nodes is remote by symmetry. The innermost tier's domain is the node.
+    nodes: node-limited routing, DeepSeek-V3 sec. 2.1.2) the dispatch is hierarchical, as DeepSeek-V3 runs it
+    (report sec. 3.2.2, DeepEP): a token crosses the scale-out network once per distinct remote node, then
+    NVLink forwards it to the ranks of that node holding its experts; both legs run at once, so the time is the
+    slower one. Distinct nodes per token: the occupancy expectation of topk draws among min(nodes, limit) nodes,
+    of which a share (nodes - 1) / nodes is remote by symmetry. The innermost tier's domain is the node.
     """
     plain = collective_time(Collective.ALL_TO_ALL, tokens * topk * token_bytes, n, stride, system, calibration)
     if not (groups and topk_groups) or len(system.tiers) < 2:

@@ -53,7 +53,8 @@ def attention_core_flops(b, s_q, s_kv, heads, d_qk, d_v, causal_fraction):
 
 
 FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention-2 backward issues 5 matmuls to the forward's 2 (Dao 2023, sec. 3.2)
-UNFUSED_BACKWARD_FACTOR = 2.0  # standard attention backward: 4 matmuls to the forward's 2, scores read back, not recomputed
+# standard attention backward: 4 matmuls to the forward's 2, scores read back, not recomputed
+UNFUSED_BACKWARD_FACTOR = 2.0
 
 
 def unfused_score_bytes(dropout: bool) -> float:

@@ -56,7 +56,7 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool):
     e = m.moe
     shared = e.shared_ffn or e.shared_experts * e.expert_ffn
     if recipe and m.mlp == Mlp.SWIGLU:
-        routed, routed_fp8 = e.topk * e.load_factor * (h + 2.0 * e.expert_ffn), e.topk * e.load_factor * (h + 2.0 * e.expert_ffn)
+        routed = routed_fp8 = e.topk * e.load_factor * (h + 2.0 * e.expert_ffn)
         return rep, attn + routed + 2.0 * shared, rep_fp8, m.attn_out_dim + routed_fp8 + 2.0 * shared
     routed = e.topk * e.load_factor * (h + mlp_activation_elems(h, e.expert_ffn, m.mlp))
     routed_fp8 = e.topk * e.load_factor * (h + e.expert_ffn)

@@ -124,7 +124,7 @@ class GoodputAssumptions:
         check_assumptions(self)
 
     @classmethod
-    def for_system(cls, system, chips: int, base: "GoodputAssumptions | None" = None) -> "GoodputAssumptions":
+    def for_system(cls, system, chips: int, base: GoodputAssumptions | None = None) -> GoodputAssumptions:
         """Fill the checkpoint bandwidths left as None from the system's default store:
         min(store aggregate, nodes x per-node bandwidth)."""
         a = base or cls()
@@ -195,7 +195,8 @@ def check_assumptions(a: GoodputAssumptions) -> None:
                                  or not 0 <= a.spares <= 10**7):
         raise FlopcastError(f"spares must be a whole number of spare chips from 0 to 10,000,000, got {a.spares!r}")
     if not isinstance(a.failure_law, FailureLaw):
-        raise FlopcastError(f"failure_law must be one of {', '.join(f.value for f in FailureLaw)}, got {a.failure_law!r}")
+        raise FlopcastError(f"failure_law must be one of {', '.join(f.value for f in FailureLaw)}, got "
+                            f"{a.failure_law!r}")
 
 
 # ----------------------------------------------------------------------------------- formulas

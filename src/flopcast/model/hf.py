@@ -118,7 +118,8 @@ def _sliding(f: _Fields, layers: int, default_every: int = 0) -> tuple[int, int,
         n, exact = _every_nth_full(types, layers)
         if n == 1:
             return 0, 0, None
-        note = None if exact else (f"layer_types: {sum(t == 'full_attention' for t in types)} of {layers} layers attend "
+        note = None if exact else (f"layer_types: {sum(t == 'full_attention' for t in types)} of {layers} layers "
+                                   f"attend "
                                    f"fully, not every {n}th; modelled as every {n}th")
         return window, n, note
     every = f.int("sliding_window_pattern", 0, minimum=0) or f.int("_sliding_window_pattern", 0, minimum=0)
@@ -137,7 +138,8 @@ def _llama_like(f: _Fields, *, tied: bool, every: int = 0) -> tuple[dict, dict]:
               "vocab": f.int("vocab_size"), "seq_len": seq_len, "mlp": Mlp.SWIGLU,
               "tied_embeddings": bool(f.get("tie_word_embeddings", tied)), "dropout": f.dropout(),
               "sliding_window": window, "sliding_every": sliding_every}
-    notes = {"seq_len": seq_note, "mlp": f"gated MLP (gate, up, down projections; activation {f.get('hidden_act') or f.get('hidden_activation') or 'silu'})"}
+    notes = {"seq_len": seq_note, "mlp": f"gated MLP (gate, up, down projections; activation "
+                                         f"{f.get('hidden_act') or f.get('hidden_activation') or 'silu'})"}
     if window_note:
         notes["sliding_window"] = window_note
     return fields, notes
@@ -195,8 +197,10 @@ def _deepseek(f: _Fields):
                         v_head_dim=f.int("v_head_dim"))
     fields["head_dim"] = fields["mla"].v_head_dim
     fields["moe"] = Moe(experts=f.int("n_routed_experts"), topk=f.int("num_experts_per_tok"),
-                        expert_ffn=f.int("moe_intermediate_size"), shared_experts=f.int("n_shared_experts", 0, minimum=0),
-                        dense_layers=f.int("first_k_dense_replace", 0, minimum=0), layer_freq=f.int("moe_layer_freq", 1),
+                        expert_ffn=f.int("moe_intermediate_size"), shared_experts=f.int("n_shared_experts", 0,
+                            minimum=0),
+                        dense_layers=f.int("first_k_dense_replace", 0, minimum=0), layer_freq=f.int("moe_layer_freq",
+                            1),
                         groups=f.int("n_group", 0, minimum=0), topk_groups=f.int("topk_group", 0, minimum=0))
     if fields["moe"].topk_groups > fields["moe"].groups:  # a config without n_group: no group limit
         fields["moe"] = replace(fields["moe"], groups=0, topk_groups=0)
@@ -214,14 +218,16 @@ def _llama4(f: _Fields):
     listed = f.get("moe_layers")
     if listed is not None:
         if sorted(listed) != list(range(step - 1, layers, step)):
-            raise FlopcastError(f"{f.label}: moe_layers {sorted(listed)[:6]}...: flopcast models every Nth layer as MoE; "
+            raise FlopcastError(f"{f.label}: moe_layers {sorted(listed)[:6]}...: flopcast models every Nth layer as "
+                                f"MoE; "
                                 f"valid: the layers interleave_moe_layer_step ({step}) gives")
     expert = fields["ffn_hidden"]
     fields["moe"] = Moe(experts=f.int("num_local_experts"), topk=f.int("num_experts_per_tok"), expert_ffn=expert,
                         shared_experts=1, layer_freq=step)
     fields["ffn_hidden"] = f.int("intermediate_size_mlp", expert)
     where = "every layer is MoE" if step == 1 else (f"every {step}th layer is MoE (interleave_moe_layer_step), the "
-                                                     f"others a dense MLP of intermediate_size_mlp {fields['ffn_hidden']}")
+                                                     f"others a dense MLP of intermediate_size_mlp "
+                                                     f"{fields['ffn_hidden']}")
     notes["moe"] = f"a shared expert of intermediate_size {expert} beside the routed ones; {where}"
     return fields, notes
 
@@ -261,7 +267,8 @@ READERS = {  # model_type -> reader
 # keys that transformers' configuration classes default when a checkpoint's config.json leaves them out
 # (Gemma3TextConfig: vocab_size 262208, max_position_embeddings 131072, sliding_window_pattern 6; the
 # Gemma 3 4B-27B checkpoints omit them)
-CLASS_DEFAULTS = {"gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072, "sliding_window_pattern": 6}}
+CLASS_DEFAULTS = {"gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072,
+                                  "sliding_window_pattern": 6}}
 # multimodal wrappers whose language model sits under text_config
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 ARCHITECTURES = {  # class name in `architectures` -> model_type, for configs without model_type

@@ -190,11 +190,11 @@ class LayoutBatch:
     schedule: np.ndarray
 
     @classmethod
-    def of(cls, layouts: list[Layout]) -> "LayoutBatch":
+    def of(cls, layouts: list[Layout]) -> LayoutBatch:
         return cls(**{n: np.array([int(getattr(l, n)) for l in layouts], dtype=np.int64) for n in LAYOUT_FIELDS})
 
     @classmethod
-    def from_arrays(cls, **arrays) -> "LayoutBatch":
+    def from_arrays(cls, **arrays) -> LayoutBatch:
         n = max(np.size(a) for a in arrays.values())
         return cls(**{k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)).copy() for k, v in arrays.items()})
 
@@ -202,7 +202,7 @@ class LayoutBatch:
     def size(self) -> int:
         return int(self.tp.shape[0])
 
-    def take(self, index) -> "LayoutBatch":
+    def take(self, index) -> LayoutBatch:
         return LayoutBatch(**{n: getattr(self, n)[index] for n in LAYOUT_FIELDS})
 
     def layout(self, i: int) -> Layout:

@@ -21,7 +21,7 @@ class Dtype(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def parse(cls, text: str) -> "Dtype":
+    def parse(cls, text: str) -> Dtype:
         key = text.strip().lower()
         if key == "cfp8":
             key = "fp8"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..units import GiB
 from ..model.system import System
@@ -126,7 +126,8 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
     if hi is None:
         best = min(size.points(), key=lambda p: p.time_to_train_s)
         if best.result is None:
-            raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips: {best.reason}")
+            raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips: "
+                                f"{best.reason}")
         raise FlopcastError(
             f"no {system.id} cluster up to {system.max_chips:,} chips trains {tokens:.3g} tokens of {model.label} in "
             f"{deadline_s / 86400:.1f} days; the fastest searched ({best.chips:,} chips) takes "

@@ -7,12 +7,12 @@ roofline bound first (cost/inference): it must fit and meet both SLOs alone, and
 
     q_max = 1 / (t_prefill(I) + O x t_decode(b) / b),  b = the largest batch with t_decode(b) <= SLO_tpot
 
-(a request needs its prefill and O decode steps shared with b - 1 others; prefill timed in a full
-8192-token pass; widened by BOUND_SLACK). Candidates are then simulated (simulate/serving, the
-discrete-event simulator, one replica, Poisson arrivals, the highest steady rate by bisection) in ascending order of their bound on cost per
-token, until the next bound is no better than the best simulated cost (branch and bound) or
-MAX_SIMULATIONS ran. An instance's capacity is its replicas' sum: Poisson arrivals split at random over
-replicas stay Poisson, and least-loaded routing does no worse than a random split.
+(a request needs its prefill and O decode steps shared with b - 1 others; prefill timed in a full 8192-token pass;
+widened by BOUND_SLACK). Candidates are then simulated (simulate/serving, the discrete-event simulator, one replica,
+Poisson arrivals, the highest steady rate by bisection) in ascending order of their bound on cost per token, until
+the next bound is no better than the best simulated cost (branch and bound) or MAX_SIMULATIONS ran. An instance's
+capacity is its replicas' sum: Poisson arrivals split at random over replicas stay Poisson, and least-loaded routing
+does no worse than a random split.
 
 Cost per million output tokens = price of the instances / output tokens they deliver at capacity (with
 `qps`: whole instances enough for that rate). Systems without a price are ranked by chip-hours per
@@ -293,20 +293,23 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     cands, ok, pruned = _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic)
     if not ok:
         why = ", ".join(f"{v} {k}" for k, v in pruned.items())
-        return DeployOutcome(system, None, None, (), (), len(cands), pruned, f"no candidate survives the roofline ({why})")
+        return DeployOutcome(system, None, None, (), (), len(cands), pruned,
+                             f"no candidate survives the roofline ({why})")
     ok.sort(key=lambda x: (_bound_key(system, x[0], n_out, qps), -x[0].max_seqs))
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
     key, sims, best = _key(system), [], None
     for c, d in ok[:MAX_SIMULATIONS]:
         if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
-            pruned["bound no better than the best simulated"] = pruned.get("bound no better than the best simulated", 0) + 1
+            pruned["bound no better than the best simulated"] = pruned.get("bound no better than the best simulated",
+                0) + 1
             continue
         p = _simulate(model, system, c, d, workload, config, qps, requests, seed)
         if progress is not None:
             progress.update(1)
         if p is None:
-            pruned["simulated: misses the SLOs at every rate"] = pruned.get("simulated: misses the SLOs at every rate", 0) + 1
+            pruned["simulated: misses the SLOs at every rate"] = pruned.get("simulated: misses the SLOs at every rate",
+                0) + 1
             continue
         sims.append(p)
         if best is None or key(p) < key(best):
@@ -347,7 +350,8 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
     kv = "fp16" if system.chip.kind == "cpu" else "bf16"
     c = Candidate(n, w, kv, config.max_seqs, 1, 1)
     for p in sims:
-        if p.candidate.tp == n and (p.candidate.weights, p.candidate.kv_dtype, p.candidate.max_seqs) == (w, kv, c.max_seqs):
+        if p.candidate.tp == n and (p.candidate.weights, p.candidate.kv_dtype, p.candidate.max_seqs) == (w, kv,
+            c.max_seqs):
             return p
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import catalog, limits
-from ..catalog import calibrations
-from ..cost.efficiency import Calibration
+from ..cost import calibrations
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..model import hf
@@ -257,14 +257,16 @@ def _check_pinned(m: Model, system: System, layout: dict):
             raise FlopcastError(f"`tp={tp}` must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
                                 f"valid on {system.id}: {valid_tp}")
     if layout.get("sequence_parallel") and tp == 1:
-        raise FlopcastError("`sequence_parallel=True` needs `tp` > 1 (it splits the tensor-parallel group's activations)")
+        raise FlopcastError("`sequence_parallel=True` needs `tp` > 1 (it splits the tensor-parallel group's "
+                            "activations)")
     if pp is not None and pp > m.layers:
         raise FlopcastError(f"`pp={pp}` exceeds the {m.layers} layers of {m.label}")
     if cp is not None and m.seq_len % cp:
         raise FlopcastError(f"`cp={cp}` must divide the sequence of {m.seq_len} tokens")
     if ep is not None and ep > 1:
         if not m.moe:
-            raise FlopcastError(f"`ep={ep}`: {m.label} is a dense model (expert parallelism needs experts); leave `ep` out")
+            raise FlopcastError(f"`ep={ep}`: {m.label} is a dense model (expert parallelism needs experts); leave "
+                                f"`ep` out")
         if m.moe.experts % ep:
             raise FlopcastError(f"`ep={ep}` must divide the {m.moe.experts} experts of {m.label} "
                                 f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
@@ -295,13 +297,17 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
         "tp divides the attention heads": f"tp={layout.tp}, heads={model.heads}, kv heads={model.kv_heads}",
         "tp fits within one node": f"tp={layout.tp}, {system.id} has {system.chips_per_node} chips per node",
         "pp x vp does not exceed the layers": f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
-        "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, micro-batch {layout.micro_batch}",
+        "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, "
+                                                      f"micro-batch {layout.micro_batch}",
         "cp divides the sequence": f"cp={layout.cp}, sequence {model.seq_len}",
-        "ep is 1 for dense models and divides the experts and dp": f"ep={layout.ep}, dp={layout.dp}, experts={model.moe.experts if model.moe else 0}",
-        "tp x pp x dp x cp equals the chips": f"{layout.tp}x{layout.pp}x{layout.dp}x{layout.cp}={layout.chips}, chips={chips}",
+        "ep is 1 for dense models and divides the experts and dp": f"ep={layout.ep}, dp={layout.dp}, "
+                                                                   f"experts={model.moe.experts if model.moe else 0}",
+        "tp x pp x dp x cp equals the chips": f"{layout.tp}x{layout.pp}x{layout.dp}x{layout.cp}={layout.chips}, "
+                                              f"chips={chips}",
         "chips available": f"the layout needs {layout.chips} chips, the cluster has {chips}",
         "sequence parallel needs tp > 1": "use `sequence_parallel=False` with tp=1",
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": f"vp={layout.vp}, pp={layout.pp}, schedule={label(layout.schedule)}",
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": f"vp={layout.vp}, pp={layout.pp}, "
+                                                                         f"schedule={label(layout.schedule)}",
     }.get(rule, "")
     raise FlopcastError(f"invalid layout: {rule} ({detail})")
 
@@ -347,7 +353,8 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     tokens = limits.check("tokens", tokens)
     unknown = set(layout) - set(Layout.__dataclass_fields__)
     if unknown:
-        raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
+        raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: "
+                            f"{', '.join(Layout.__dataclass_fields__)}")
     _check_pinned(m, system, layout)
     space = layout_space(**layout)
     pinned = space.pinned()
@@ -355,13 +362,15 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     if not m.moe:
         space = replace(space, ep=(1,))
     degrees = [layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k)]
-    if len(degrees) == 4 and math.prod(degrees) != chips or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees):
+    if (len(degrees) == 4 and math.prod(degrees) != chips
+            or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees)):
         raise FlopcastError(f"invalid layout: tp x pp x dp x cp equals the chips "
                             f"({' x '.join(map(str, degrees))} = {math.prod(degrees)}, chips={chips})")
     if "dp" in free and all(k in pinned for k in ("tp", "pp")):
         cp = layout.get("cp") or 1
         if chips % (layout["tp"] * layout["pp"] * cp):
-            raise FlopcastError(f"invalid layout: tp x pp x cp = {layout['tp'] * layout['pp'] * cp} does not divide chips={chips}")
+            raise FlopcastError(f"invalid layout: tp x pp x cp = {layout['tp'] * layout['pp'] * cp} does not divide "
+                                f"chips={chips}")
         space = replace(space, dp=(chips // (layout["tp"] * layout["pp"] * cp),), cp=space.cp or (1,))
         free.remove("dp")
     if not free:
@@ -383,11 +392,13 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
             i = int(np.argmin(out.results["memory_bytes"]))
             return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
                                notes=(f"no layout fits in memory; showing the smallest footprint ({reasons})",))
-        raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips ({reasons or 'no candidates'})")
+        raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips "
+                            f"({reasons or 'no candidates'})")
     i = int(out.order[0])
     summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
     return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
-                       notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} fit)",),
+                       notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} "
+                              f"fit)",),
                        summary=summary)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
                               virtual_stages, virtual_stages_allowed)
@@ -166,7 +166,8 @@ class _Tally:
         self.considered += n
 
 
-def candidates(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
+def candidates(model: Model, system: System, chips: int, space: SearchSpace,
+               allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
     """Candidate layouts (arrays) that pass the degree and batch rules, how many candidates each rule
     rejected, and how many were considered in all."""
     ch = _choices(model, system, chips, space)
@@ -203,7 +204,8 @@ def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow
             eps = [e for e in ch.ep if dp % e == 0] if model.moe and not space.ep else list(ch.ep)
             if len(eps) < len(ch.ep):
                 # each dropped ep stands for every combination of the remaining choices
-                tally.reject("ep is 1 for dense models and divides the experts and dp", (len(ch.ep) - len(eps)) * n_other)
+                tally.reject("ep is 1 for dense models and divides the experts and dp",
+                             (len(ch.ep) - len(eps)) * n_other)
             rows += [(tp, cp, pp, dp, gb, mb, ep) for ep in eps]
     return rows
 

@@ -8,7 +8,6 @@ report/plots.py; the page from report/html.py.
 from __future__ import annotations
 
 import math
-import sys
 
 from .. import catalog
 from ..plan import forecast
@@ -20,10 +19,6 @@ DEFAULT_SERVE_MODEL = "llama3-8b"
 DEFAULT_SERVE_SYSTEM = "trn2.48xlarge"
 DEFAULT_SERVE_CHIPS = 1
 SCALING_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # cluster sizes drawn, relative to --chips
-
-
-def _progress(step: int, total: int, text: str) -> None:
-    print(f"[{step}/{total}] {text} ...", file=sys.stderr, flush=True)
 
 
 def _fmt(v, unit="", digits=3):
@@ -52,9 +47,11 @@ def train_table(r) -> tuple[list, list]:
         rows += [
             ("tokens", f"{r.tokens:.3g}"),
             ("time to train (ideal)", f"{r.time_to_train_s / DAY:.1f} days"),
-            ("time to train with failures", f"{r.expected.expected_s / DAY:.1f} days (goodput {100 * r.expected.goodput:.1f}%)"),
+            ("time to train with failures",
+             f"{r.expected.expected_s / DAY:.1f} days (goodput {100 * r.expected.goodput:.1f}%)"),
             ("chip-hours", f"{r.chip_hours:,.0f} chip-h"),
-            ("cost", f"{r.cost_usd:,.0f} USD" if r.cost_usd is not None else f"n/a ({r.why_missing().get('cost', '')})"),
+            ("cost", f"{r.cost_usd:,.0f} USD" if r.cost_usd is not None
+             else f"n/a ({r.why_missing().get('cost', '')})"),
         ]
     return ["quantity", "value"], rows
 
@@ -151,7 +148,8 @@ def infer_report(d, r, input_tokens: int, output_tokens: int) -> Report:
                                 prefill_batches=sorted({1, r.batch}))
     rows = [("time to first token", f"{r.ttft_s * 1e3:.2f} ms"), ("time per output token", f"{r.tpot_s * 1e3:.2f} ms"),
             ("decode throughput", f"{r.output_tokens_per_s_total * d.replicas:,.1f} tokens/s"),
-            ("memory per replica", f"{sum(r.memory_bytes.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB")]
+            ("memory per replica",
+             f"{sum(r.memory_bytes.values()) / GiB:.2f} GiB of {r.memory_capacity_bytes / GiB:.1f} GiB")]
     rep = Report(f"flopcast infer: {d.model.label} on {d.system.id} (tp {d.tp}, batch {r.batch})")
     return rep.add("Operating points on the roofline", header=["quantity", "value"], rows=rows,
                    figures=[plots.roofline_figure(d, pts)])
@@ -181,7 +179,8 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
             f"{config.scheduler.value} batching")
     rep = Report(title or f"flopcast serve: {head}")
     return rep.add("Latency against throughput",
-                   f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed {seed}.",
+                   f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed "
+                   f"{seed}.",
                    header=["offered (requests/s)", "output tokens/s", "TTFT p90", "TPOT p90", "e2e p50", "SLO met (%)"],
                    rows=rows, figures=[plots.serving_figure(pts, config.slo_ttft_s, config.slo_tpot_s, title=head,
                                                             marked_qps=marked_qps)])
@@ -203,7 +202,7 @@ def _scaling_nodes(chips: int, system) -> list:
 
 def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM, chips=None, *, tokens=None,
                  serve_model=DEFAULT_SERVE_MODEL, serve_hardware=DEFAULT_SERVE_SYSTEM, serve_chips=DEFAULT_SERVE_CHIPS,
-                 requests: int = 300, scaling_chips=None, layout=None, progress=_progress,
+                 requests: int = 300, scaling_chips=None, layout=None, progress=None,
                  calibration=None) -> Report:
     """All of flopcast's figures for one training scenario and one serving deployment.
 
@@ -212,19 +211,20 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
     calibration: a file `flopcast calibrate` wrote, replacing the shipped calibration of its kind (training or
     serving); None: the shipped ones.
     """
-    from ..catalog import calibrations
+    from ..cost import calibrations
     from ..cost import inference as inf
     from ..plan import capacity
     from ..simulate import serving as S
     from . import plots
 
     total = 5
+    say = progress or (lambda step, total, text: None)  # progress(step, total, text) as each step starts
     m = forecast.resolve_model(model)
     system = forecast.resolve_system(hardware)
     n_tokens = tokens if tokens else forecast.default_tokens(m)
     rep = Report(f"flopcast report: {m.label} on {system.id}",
                  f"training {n_tokens:.3g} tokens; serving {serve_model} on {serve_hardware}")
-    progress(1, total, "training configuration (layout search)")
+    say(1, total, "training configuration (layout search)")
     layout = dict(layout or {})
     cal, engines = calibrations.pair(calibration)
     r = forecast.train(m, system, chips, tokens=n_tokens, calibration=cal, **layout)
@@ -237,7 +237,7 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
     node = system.chips_per_node
     nodes = (sorted({max(1, math.ceil(c / node)) for c in scaling_chips}) if scaling_chips
              else _scaling_nodes(r.chips, system))
-    progress(2, total, f"scaling and Pareto front ({len(nodes)} cluster sizes: "
+    say(2, total, f"scaling and Pareto front ({len(nodes)} cluster sizes: "
                        f"{', '.join(f'{n * system.chips_per_node:,}' for n in nodes)} chips)")
     try:
         space = forecast.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
@@ -250,20 +250,20 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
         rep.add("Scaling with cluster size", "Time to train, MFU and cost of the best layout at each cluster size.",
                 figures=[plots.scaling_figure([p.result for p in pts])])
         rep.add("Pareto front: cluster size, time and cost", figures=[plots.pareto_figure(out)])
-        progress(3, total, "goodput with failures")
+        say(3, total, "goodput with failures")
         rows_g = [(p.chips, p.result, p.result.expected) for p in pts]
         rep.add("Goodput against cluster size", figures=[plots.goodput_figure(rows_g)])
     else:
-        progress(3, total, "goodput with failures (skipped: no cluster size fits)")
+        say(3, total, "goodput with failures (skipped: no cluster size fits)")
 
-    progress(4, total, f"serving simulation ({serve_model} on {serve_hardware})")
+    say(4, total, f"serving simulation ({serve_model} on {serve_hardware})")
     d = inf.deployment(catalog.load_model(serve_model), catalog.system_for(serve_hardware), chips=serve_chips,
                        calibration=cal, inference_calibration=engines)
     cfg = S.ServingConfig()
     q_sat = saturation_qps(d)
     srep = serve_report(d, cfg, rates=[q_sat * f for f in (0.1, 0.25, 0.5, 0.7, 0.85, 1.0, 1.2)], requests=requests)
     rep.sections += srep.sections
-    progress(5, total, "roofline")
+    say(5, total, "roofline")
     rrep = infer_report(d, inf.predict(d, 1, 512, 128), 512, 128)
     rep.sections += rrep.sections
     return rep

@@ -37,7 +37,7 @@ class Report:
     subtitle: str = ""
     sections: list = field(default_factory=list)
 
-    def add(self, title: str, text: str = "", *, header=(), rows=(), figures=()) -> "Report":
+    def add(self, title: str, text: str = "", *, header=(), rows=(), figures=()) -> Report:
         """Append a section; returns the report so calls chain."""
         self.sections.append(Section(title, text, tuple(header), tuple(tuple(r) for r in rows), tuple(figures)))
         return self
@@ -114,7 +114,7 @@ _SCRIPT = """
     show(empty.length ? "error: empty figure(s): " + empty.join(", ") : "ok " + figures.length);
   });
 })();
-""" % {"id": RENDER_CHECK_ID}
+""" % {"id": RENDER_CHECK_ID}  # noqa: UP031 (the script's own braces would all need escaping in an f-string)
 
 _XML_DECL = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--.*?-->\s*", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
@@ -153,15 +153,18 @@ def render_html(report: Report) -> str:
         for f in s.figures:
             stem = next(stems)
             parts.append(f'<figure class="chart" id="fig-{stem}">\n{inline_svg(f.svg(), "fig-" + stem)}\n'
-                         f"<figcaption><b>{_html.escape(f.title)}.</b> {_html.escape(f.caption)}</figcaption>\n</figure>\n")
+                         f"<figcaption><b>{_html.escape(f.title)}.</b> "
+                         f"{_html.escape(f.caption)}</figcaption>\n</figure>\n")
         parts.append("</section>\n")
-    toc = "".join(f'<li><a href="#section-{k}">{_html.escape(s.title)}</a></li>' for k, s in enumerate(report.sections, 1))
+    toc = "".join(f'<li><a href="#section-{k}">{_html.escape(s.title)}</a></li>' for k, s in enumerate(report.sections,
+        1))
     title = _html.escape(report.title)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{title}</title>\n<style>{_STYLE}</style>\n<script>{_SCRIPT}</script>\n</head>\n<body>\n"
-        f"<h1>{title}</h1>\n" + (f'<p class="subtitle">{_html.escape(report.subtitle)}</p>\n' if report.subtitle else "")
+        f"<h1>{title}</h1>\n" + (f'<p class="subtitle">{_html.escape(report.subtitle)}</p>\n' if report.subtitle
+                                 else "")
         + (f"<nav><ol>{toc}</ol></nav>\n" if len(report.sections) > 1 else "")
         + "".join(parts)
         + f'<div id="{RENDER_CHECK_ID}">not checked (scripts disabled)</div>\n'

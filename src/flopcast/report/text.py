@@ -17,7 +17,8 @@ def _pct(x: float) -> str:
 def table(rows: list[list[str]], header: list[str], align_right: set[int] = frozenset()) -> str:
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     def line(r):
-        return "  ".join(str(c).rjust(w) if i in align_right else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        return "  ".join(str(c).rjust(w) if i in align_right else str(c).ljust(w) for i, (c, w) in enumerate(zip(r,
+            widths)))
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
@@ -32,7 +33,8 @@ def train_report(r) -> str:
     if r.idle_chips:
         out.append(f"  {r.idle_chips:,} of {r.chips:,} chips left idle (the layout uses {r.chips_used:,})")
     mbs = lay.microbatches
-    out.append(f"  {mbs} micro-batch{'' if mbs == 1 else 'es'} of {lay.micro_batch} x {m.seq_len} tokens per pipeline per step")
+    out.append(f"  {mbs} micro-batch{'' if mbs == 1 else 'es'} of {lay.micro_batch} x {m.seq_len} tokens per pipeline "
+               f"per step")
     out.append("")
     out.append("throughput")
     out.append(f"  step time               {r.step_time_s:10.3f} s")
@@ -66,13 +68,15 @@ def train_report(r) -> str:
             out.append(f"  expected with faults    {fmt_duration(g.expected_s):>14}  (goodput {100 * g.goodput:.1f}%, "
                        f"{g.interruptions:,.0f} interruptions, checkpoint every {fmt_duration(g.interval_s)})")
             a = g.assumptions
-            out.append(f"    assumptions: one interruption per {a.mtbf_chip_hours:,.0f} chip-hours (Llama 3 paper sec. 3.3.4), "
+            out.append(f"    assumptions: one interruption per {a.mtbf_chip_hours:,.0f} chip-hours (Llama 3 paper "
+                       f"sec. 3.3.4), "
                        f"checkpoint of {g.checkpoint_bytes / 1e12:.1f} TB to {a.storage or 'the default store'}, "
                        f"restart {a.restart_s / 60:.0f} min + detection {a.detection_s / 60:.0f} min; "
                        "`flopcast reliability` for the rest and a Monte-Carlo")
         out.append(f"  chip-hours              {r.chip_hours:14,.0f} chip-h")
         n = r.instances
-        out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({n:,} instance{'' if n == 1 else 's'} "
+        out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({n:,} "
+                   f"instance{'' if n == 1 else 's'} "
                    f"of {s.chips_per_node} chips{', partly idle' if n * s.chips_per_node > r.chips else ''})")
         missing = r.why_missing()
         if r.energy_kwh is not None:
@@ -80,7 +84,8 @@ def train_report(r) -> str:
         else:
             out.append(f"  energy                  cannot compute: {missing.get('energy')}")
         if r.cost_usd is not None:
-            out.append(f"  cost                    {r.cost_usd:14,.0f} USD at {s.price_per_hour:.2f} USD/h per instance")
+            out.append(f"  cost                    {r.cost_usd:14,.0f} USD at {s.price_per_hour:.2f} USD/h per "
+                       f"instance")
         else:
             out.append(f"  cost                    cannot compute: {missing.get('cost')}")
         out.append("")

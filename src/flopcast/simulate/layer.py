@@ -12,7 +12,7 @@ import numpy as np
 
 from ..cost import comm, compute, memory
 from ..cost.comm import Collective
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..model.strategy import Software
 from ..model.system import System
 from ..model.workload import Mlp, Model
@@ -216,5 +216,6 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, g.flops + attn_flops, attn_flops, _tp_comm(model, system, cal, x),
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, g.flops + attn_flops, attn_flops, _tp_comm(model, system, cal,
+        x),
                  _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor), ep_comm)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cost import comm, compute, memory, params, pipeline
 from ..cost.comm import Collective
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
 from ..model.system import Dtype, System
 from ..model.workload import Model
@@ -133,7 +133,8 @@ def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
     kw = gemm_kwargs(chip, fam, xu)
     lg_f, lg_b, _ = (c.spread(a) for a in compute.gemm_fwd_bwd_time(xu["T"], model.vocab / xu["tp"], h, **kw))
     T, tp = c.x["T"], c.f["tp"]
-    ce = compute.memory_time(3 * 4.0 * T * model.vocab / tp, bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
+    ce = compute.memory_time(3 * 4.0 * T * model.vocab / tp, bandwidth=chip.memory_bandwidth,
+                             memory_efficiency=fam.memory)
     t_logits = lg_f + lg_b + 3 * ce
     t_embed = compute.memory_time(3 * T * h * memory.ACT_BYTES, bandwidth=chip.memory_bandwidth,
                                   memory_efficiency=fam.memory)
@@ -286,7 +287,8 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     if np.isfinite(sw.zero3_prefetch_params):
         prefetched = np.minimum(sw.zero3_prefetch_params * tp / layer_dense, 1.0)
         hideable = per_mb - 2.0 * fsdp_ag * (1.0 - prefetched)
-    dp_comm = np.where(sharding == Sharding.ZERO3, c.m * (per_mb - np.minimum(hideable, cal.zero3_overlap * t_mb_compute)),
+    dp_comm = np.where(sharding == Sharding.ZERO3, c.m * (per_mb - np.minimum(hideable,
+        cal.zero3_overlap * t_mb_compute)),
                        np.maximum(once - cal.comm_overlap * t_mb_compute, 0.0))
     # optimizer step: memory-bound Adam over the parameters this chip owns
     owned = np.where(sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp, dense_params + expert_params)

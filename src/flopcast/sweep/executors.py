@@ -35,7 +35,7 @@ class Engine(str, Enum):
     RAY = "ray"
 
     @classmethod
-    def parse(cls, text) -> "Engine":
+    def parse(cls, text) -> Engine:
         if isinstance(text, cls):
             return text
         try:

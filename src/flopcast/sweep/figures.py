@@ -116,7 +116,8 @@ def heatmap_figures(rows) -> list:
     first.update({c: ok[0].get(c) for c in ("tokens", "seq_len", "objective", "layout_pins")})
     out = []
     for model, system in list(dict.fromkeys((r["model"], r["system"]) for r in ok))[:MAX_PANELS]:
-        sel = [r for r in ok if r["model"] == model and r["system"] == system and all(r.get(c) == v for c, v in first.items())]
+        sel = [r for r in ok if r["model"] == model and r["system"] == system and all(r.get(c) == v for c,
+            v in first.items())]
         if not sel:
             continue
         chips = max(r["chips"] for r in sel)
@@ -180,7 +181,8 @@ def pareto_front(points: list) -> list:
 def pareto_figure(rows) -> Chart | None:
     ok = [r for r in _ok(rows) if r.get("time_to_train_s")]
     priced = all(r.get("cost_usd") is not None for r in ok)
-    cost_key, cost_label = ("cost_usd", "cost (USD)") if priced else ("chip_hours", "chip-hours (not every system has a price)")
+    cost_key, cost_label = ("cost_usd", "cost (USD)") if priced else ("chip_hours",
+                                                                      "chip-hours (not every system has a price)")
     ok = [r for r in ok if r.get(cost_key)]
     if not ok:
         return None

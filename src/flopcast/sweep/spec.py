@@ -21,7 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -39,8 +39,8 @@ class Range(BaseModel):
     `{from, to, steps}` (that many values evenly spaced, ends included)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    start: Union[float, str] = Field(alias="from")
-    stop: Union[float, str] = Field(alias="to")
+    start: float | str = Field(alias="from")
+    stop: float | str = Field(alias="to")
     times: float | None = Field(default=None, gt=1)
     step: float | None = Field(default=None, gt=0)
     steps: int | None = Field(default=None, ge=2, le=10_000)
@@ -70,9 +70,9 @@ class Range(BaseModel):
         return [f"{v:.6g}x" for v in out] if multiples else out
 
 
-Scalar = Union[int, float, str]
+Scalar = int | float | str
 Objective = Literal["throughput", "cost", "energy", "time_with_failures"]
-Values = Union[Range, list[Scalar], Scalar]
+Values = Range | list[Scalar] | Scalar
 
 
 class SweepFile(BaseModel):
@@ -86,9 +86,9 @@ class SweepFile(BaseModel):
     tokens: Values | None = None
     tokens_per_param: float | None = Field(default=None, gt=0, le=1e6)
     seq_len: list[int] | int | None = None
-    layout: Union[dict[str, Any], list[dict[str, Any]]] = Field(default_factory=dict)
+    layout: dict[str, Any] | list[dict[str, Any]] = Field(default_factory=dict)
     what_if: dict[str, Values] = Field(default_factory=dict)
-    objective: Union[Objective, list[Objective]] = "throughput"
+    objective: Objective | list[Objective] = "throughput"
     serving: Any = None
 
     @field_validator("models", "systems", mode="before")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import math
 import re
 import tempfile
 from pathlib import Path
@@ -35,6 +37,23 @@ UPLOAD_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 DEFAULTS = {"model": "llama3-8b", "hardware": "trn2.48xlarge", "chips": 64, "tokens": "1T",
             "compare": "trn2.48xlarge,p5.48xlarge"}
 FORMATS = {"json": "application/json", "csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8"}
+
+
+def _clean(o):
+    """Strict JSON values: NaN and infinities become null, numpy scalars numbers (as `--json` prints them)."""
+    if hasattr(o, "item") and not isinstance(o, (dict, list, tuple, str)):
+        o = o.item()
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def to_json(obj) -> str:
+    return json.dumps(_clean(obj), indent=2, default=str, allow_nan=False)
 
 
 def _error(message: str, status: int = 400) -> JSONResponse:
@@ -113,7 +132,6 @@ def _report_html(what: str, result) -> str:
 
 
 def _body(what: str, fmt: str, result) -> str:
-    from ..cli.render import to_json
     from ..report import tables
 
     if fmt == "json":
@@ -121,6 +139,48 @@ def _body(what: str, fmt: str, result) -> str:
     if fmt == "csv":
         return tables.csv_text(result.rows())
     return _report_html(what, result)
+
+
+def _guarded(fn, uploads: Uploads):
+    """An endpoint whose FlopcastError is HTTP 400 {"error": one sentence}; a bug is 500 in one line."""
+    async def endpoint(request: Request):
+        try:
+            return await fn(request)
+        except FlopcastError as exc:
+            return _error(uploads.hide_paths(str(exc)))
+        except Exception as exc:  # a bug: one line, never a traceback in the page
+            return _error(f"internal error ({type(exc).__name__}: {exc}); please report it", 500)
+    return endpoint
+
+
+async def _page(request):
+    return HTMLResponse(PAGE.read_text(encoding="utf-8"))
+
+
+async def _catalog(request):
+    from ..report import catalog as show
+
+    return JSONResponse({**show.listing_json(), "defaults": DEFAULTS})
+
+
+def _upload(uploads: Uploads):
+    async def endpoint(request):
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+            raise FlopcastError('the upload must be JSON {"filename": ..., "text": the file\'s content}')
+        key = uploads.add(str(body.get("filename") or "model.json"), body["text"])
+        try:
+            model = api.resolve_model(uploads.resolve(key))
+        except FlopcastError as exc:
+            message = uploads.hide_paths(str(exc))
+            uploads.files.pop(key)
+            raise FlopcastError(message) from None
+        return JSONResponse({"model": key, "label": model.label, "filename": uploads.files[key][1],
+                             "notes": {k: str(v) for k, v in dict(model.notes or {}).items()}})
+    return endpoint
 
 
 def create_app(upload_dir=None) -> Starlette:
@@ -132,50 +192,9 @@ def create_app(upload_dir=None) -> Starlette:
     def run(what: str, q: Query):  # a download repeats the forecast the page just showed: computed once
         return runs[what](q.with_model(uploads.resolve(q.model)))
 
-    def answer(request: Request, what: str):
-        q = parse(dict(request.query_params), DEFAULTS)
-        return run(what, q)
-
-    def guarded(fn):
-        async def endpoint(request: Request):
-            try:
-                return await fn(request)
-            except FlopcastError as exc:
-                return _error(uploads.hide_paths(str(exc)))
-            except Exception as exc:  # a bug: one line, never a traceback in the page
-                return _error(f"internal error ({type(exc).__name__}: {exc}); please report it", 500)
-        return endpoint
-
-    async def page(request):
-        return HTMLResponse(PAGE.read_text(encoding="utf-8"))
-
-    async def catalog_list(request):
-        from ..catalog import show
-
-        return JSONResponse({**show.listing_json(), "defaults": DEFAULTS})
-
-    async def upload(request):
-        try:
-            body = await request.json()
-        except ValueError:
-            raise FlopcastError("the upload must be JSON {\"filename\": ..., \"text\": ...}") from None
-        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
-            raise FlopcastError("the upload must be JSON {\"filename\": ..., \"text\": the file's content}")
-        key = uploads.add(str(body.get("filename") or "model.json"), body["text"])
-        try:
-            model = api.resolve_model(uploads.resolve(key))
-        except FlopcastError as exc:
-            message = uploads.hide_paths(str(exc))
-            uploads.files.pop(key)
-            raise FlopcastError(message) from None
-        return JSONResponse({"model": key, "label": model.label, "filename": uploads.files[key][1],
-                             "notes": {k: str(v) for k, v in dict(model.notes or {}).items()}})
-
     def forecast(what: str):
         async def endpoint(request):
-            from ..cli.render import to_json
-
-            r = await _threaded(answer, request, what)
+            r = await _threaded(lambda: run(what, parse(dict(request.query_params), DEFAULTS)))
             return Response(to_json(r.to_dict()), media_type="application/json")
         return endpoint
 
@@ -189,13 +208,13 @@ def create_app(upload_dir=None) -> Starlette:
         r = await _threaded(lambda: run(what, parse(params, DEFAULTS)))
         text = await _threaded(_body, what, fmt, r)
         name = f"flopcast-{what}.{fmt}"
-        return Response(text, media_type=FORMATS[fmt], headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        disposition = f'attachment; filename="{name}"'
+        return Response(text, media_type=FORMATS[fmt], headers={"Content-Disposition": disposition})
 
-    routes = [Route("/", guarded(page)), Route("/api/catalog", guarded(catalog_list)),
-              Route("/api/upload", guarded(upload), methods=["POST"]),
-              Route("/api/train", guarded(forecast("train"))), Route("/api/compare", guarded(forecast("compare"))),
-              Route("/api/download", guarded(download))]
-    app = Starlette(routes=routes)
+    routes = [("/", _page, "GET"), ("/api/catalog", _catalog, "GET"), ("/api/upload", _upload(uploads), "POST"),
+              ("/api/train", forecast("train"), "GET"), ("/api/compare", forecast("compare"), "GET"),
+              ("/api/download", download, "GET")]
+    app = Starlette(routes=[Route(path, _guarded(fn, uploads), methods=[method]) for path, fn, method in routes])
     app.state.uploads = uploads
     return app
 

@@ -31,7 +31,7 @@ class Query:
     def systems(self) -> tuple:
         return tuple(s.strip() for s in self.hardware.split(",") if s.strip())
 
-    def with_model(self, model: str) -> "Query":
+    def with_model(self, model: str) -> Query:
         return replace(self, model=model)
 
 

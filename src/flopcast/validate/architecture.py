@@ -108,7 +108,7 @@ def model_and_assumptions(row: dict) -> tuple[Model, tuple[str, ...]]:
     lacking = [k for k in ("layers", "hidden", "heads") if k not in d]
     if lacking:
         raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(lacking)}; "
-                            "state them or use a catalog model name (flopcast list models)")
+                            "state them or use a catalog model name (`flopcast catalog` lists them)")
     said = []
     rel = _relative(d)
     for key, default in (("kv_heads", d["heads"]), ("ffn_hidden", _default_ffn(d["hidden"], d.get("mlp", "gelu"))),

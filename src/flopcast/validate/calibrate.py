@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.efficiency import (
+from ..model.efficiency import (
     MEMORY_CEILING,
     Calibration,
     FamilyEfficiency,
@@ -114,7 +114,7 @@ def _parameters(cases: list[vt.Case]) -> list[_Param]:
            and c.system.chip.peak_flops.get(Dtype.FP8, 0) > c.system.chip.peak_flops.get(Dtype.BF16, 0)}
     out = []
     for f in fams:
-        for k, (p, lo, hi, w) in FAMILY_PRIOR.items():
+        for k, (_, lo, hi, w) in FAMILY_PRIOR.items():
             if k == "gemm_fp8" and f not in fp8:
                 continue
             top = _ceiling(f, k, hi)

@@ -264,7 +264,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
         lo = np.log([_FREE[n][0] for n in names])
         hi = np.log([_FREE[n][1] for n in names])
 
-        def residuals(x):
+        def residuals(x, prior=prior, names=names, mine=mine, fam=fam, x0=x0):  # this family's, bound now
             eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
             res = []
             for r in _compare(mine, {fam: eff}):
@@ -289,7 +289,8 @@ def fit_inference(path, out_path=CAL_PATH) -> dict:
     doc = {
         "provenance": {
             "data": Path(path).name, "rows": len(rows), "fitted": datetime.date.today().isoformat(),
-            "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on log(predicted/measured) of every measured figure, "
+            "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on "
+                      f"log(predicted/measured) of every measured figure, "
                       f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
             "robust_scale": ROBUST_SCALE,
             "in_sample_mape_pct": round(summary["mape_pct"], 2),

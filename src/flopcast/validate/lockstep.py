@@ -15,8 +15,8 @@ plausible ranges span decades, and the priors are Gaussian in log space.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -34,7 +34,8 @@ class FlopsConvention(enum.Enum):
 
     SIX_N = "6n"  # 6 x the weights in GEMMs a token passes (Kaplan et al. 2020, sec. 2.1; logits included)
     PALM = "6n+attention"  # 6N + 12 L H Q T, attention without the causal half (Chowdhery et al. 2022, App. B)
-    MAXTEXT = "maxtext"  # 6N + the attention score FLOPs halved for causality (MaxText calculate_tflops_training_per_device)
+    # 6N + the attention score FLOPs halved for causality (MaxText calculate_tflops_training_per_device)
+    MAXTEXT = "maxtext"
 
 
 _CONVENTION_NAMES = {"6n": FlopsConvention.SIX_N, "6n+attention": FlopsConvention.PALM,

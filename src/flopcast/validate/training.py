@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import catalog
-from ..cost.efficiency import Calibration
+from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
     ERA_2021_SOFTWARE,
@@ -173,7 +173,8 @@ def dtypes_of(row: dict, system: System) -> tuple:
     chip = system.chip
     out = [Dtype.BF16]
     d = source_date(row)
-    if chip.peak_flops.get(Dtype.FP8, 0) > chip.peak_flops.get(Dtype.BF16, 0) and (d is None or d >= FP8_TRAINING_SINCE):
+    if chip.peak_flops.get(Dtype.FP8, 0) > chip.peak_flops.get(Dtype.BF16, 0) and (d is None
+        or d >= FP8_TRAINING_SINCE):
         out.append(Dtype.FP8)
     return tuple(out)
 
@@ -358,7 +359,8 @@ def summarize(rows: list[RowResult]) -> dict:
         "mape_pct": float(np.mean(np.abs(errs))) if errs else None,
         "median_ape_pct": float(statistics.median(np.abs(errs))) if errs else None,
         "bias_pct": float(np.mean(errs)) if errs else None,
-        "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
+        "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct}
+                  for r in worst],
         "by_source": by_source,
         "by_hardware": by_hw,
         "by_family": by_family,

@@ -81,14 +81,12 @@ def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str |
 
 def _inference_calibration_file() -> dict:
     """The parsed catalog/data/inference_calibration.yaml, or {} before the first `flopcast calibrate`."""
-    from ...catalog import DATA
+    from ...catalog.names import DATA, load_yaml
 
     path = DATA / "inference_calibration.yaml"
     if not path.exists():
         return {}
-    import yaml
-
-    return yaml.safe_load(path.read_text()) or {}
+    return load_yaml(path.read_text()) or {}
 
 
 def calibration_hardware() -> dict:

@@ -43,7 +43,8 @@ def _ggml(name, block_bytes, block_weights, note):
 
 def _mix(name: str, bits: float, what: str = "mix") -> WeightFormat:
     """A llama.cpp quantization mix, at the file-average bits per weight its quantize README lists."""
-    return WeightFormat(name, bits, Dtype.INT8, Dtype.BF16, f"llama.cpp quantize README: {name.upper()} {bits} bpw ({what})")
+    return WeightFormat(name, bits, Dtype.INT8, Dtype.BF16,
+                        f"llama.cpp quantize README: {name.upper()} {bits} bpw ({what})")
 
 
 WEIGHT_FORMATS = {f.name: f for f in (

@@ -14,7 +14,8 @@ from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
 from .cpu import cpu_bandwidth, instance_bandwidth
-from .engines import STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency, load_inference_calibration
+from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency,
+                      load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
 
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
@@ -35,8 +36,9 @@ class Deployment:
     kv_bytes: float  # per element
     family: str
     efficiency: EngineEfficiency
-    calibration: object  # cost.efficiency.Calibration, for collectives
+    calibration: object  # model.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
+    speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
 
     @property
     def is_cpu(self) -> bool:
@@ -127,8 +129,10 @@ def compute_peak(chip, dtype: Dtype) -> float:
 def deployment(model: Model, system: System, *, chips: int | None = None, tp: int | None = None,
                threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, efficiency: EngineEfficiency | None = None,
-               calibration=None, inference_calibration: dict | None = None) -> Deployment:
-    """Check the user's choices and fill the blanks the way a tuned practitioner would."""
+               calibration=None, inference_calibration: dict | None = None, speculation=None) -> Deployment:
+    """Check the user's choices and fill the blanks the way a tuned practitioner would.
+
+    `speculation`: a speculation.Speculation (speculative decoding), or None."""
     cpu = system.chip.kind == "cpu"
     chips, tp = _chips_and_tp(system, chips, tp)
     threads = _threads(system, tp, threads)
@@ -145,7 +149,11 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ...catalog import calibration as _cal
 
         calibration = _cal()
-    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation)
+    if speculation is not None:
+        notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
+                     f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
+                     "step) / expected tokens (Leviathan et al. 2023)")
     return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
 
 
@@ -174,7 +182,8 @@ def _threads(system: System, tp: int, threads: int | None) -> int:
     if threads is None:
         threads = limit
     if threads < 1 or threads > limit:
-        raise FlopcastError(f"--threads must be between 1 and {limit} (cores of {tp} socket(s) of {system.id}), got {threads}")
+        raise FlopcastError(f"--threads must be between 1 and {limit} (cores of {tp} socket(s) of {system.id}), got "
+                            f"{threads}")
     return threads
 
 
@@ -190,5 +199,6 @@ def _layout_notes(d: Deployment) -> list[str]:
                      "the padding's extra compute is not modelled")
     if d.kv_replication > 1:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
-                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read {d.kv_replication:g}x")
+                     f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
+                     f"{d.kv_replication:g}x")
     return notes

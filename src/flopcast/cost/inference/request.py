@@ -97,7 +97,8 @@ def graviton4_assumptions(d: Deployment) -> list[str]:
     bw = instance_bandwidth(d.system, d.tp)
     return [
         f"no measured {chip.id} runs: {d.family} efficiencies fitted on Graviton3/3E rows of inference_runs.csv",
-        f"compute: {d.threads} threads x {compute_peak(chip, d.compute_dtype) / chip.cores / 1e9:.0f} G{d.compute_dtype.label}-OP/s "
+        f"compute: {d.threads} threads x {compute_peak(chip, d.compute_dtype) / chip.cores / 1e9:.0f} "
+        f"G{d.compute_dtype.label}-OP/s "
         f"per core (chip peak_flops / cores) x {d.efficiency.compute:.3f}",
         f"bandwidth: {d.efficiency.thread_weights_per_cycle:.2f} weights/cycle per thread x {d.weights.bits:g} bits "
         f"x {(chip.clock or 0) / 1e9:.2f} GHz = {d.thread_bandwidth / 1e9:.1f} GB/s per thread, "

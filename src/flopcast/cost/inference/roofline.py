@@ -50,12 +50,14 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     wb = d.weights.bits / 8.0
     act = 2.0  # bytes per activation element (bf16)
     h = m.hidden
-    qkv = m.layers * h * (m.q_dim + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
+    qkv = m.layers * h * (m.q_dim
+                          + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
     out = m.layers * m.attn_out_dim * h
     mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens)
     logits = m.vocab * h
     parts = {
-        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim + 2 * m.kv_dim) * m.layers, d),
+        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim
+            + 2 * m.kv_dim) * m.layers, d),
         "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
                               d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
         "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
@@ -80,10 +82,22 @@ def prefill_time(d: Deployment, batch, input_tokens):
 
 
 def decode_time(d: Deployment, batch, context):
-    """Seconds of one decode step of `batch` sequences, each attending to `context` tokens."""
+    """Seconds per output token of one decode step of `batch` sequences, each attending to `context` tokens.
+
+    With speculative decoding (d.speculation): the verification pass over k+1 tokens per sequence plus k
+    drafter steps, over the expected tokens per pass (speculation.py); the breakdown gains `draft`."""
     b = np.asarray(batch, dtype=float)
     c = effective_context(d.model, np.maximum(np.asarray(context, dtype=float), 1.0))
-    return step_time(d, b, b, b * c, b * c)
+    spec = d.speculation
+    if spec is None:
+        return step_time(d, b, b, b * c, b * c)
+    n = b * (spec.k + 1)
+    t, parts = step_time(d, n, n, b * c, b * c * (spec.k + 1))
+    plain, _ = step_time(d, b, b, b * c, b * c)
+    parts = dict(parts, draft=spec.k * spec.drafter_fraction(d.model) * plain)
+    e = spec.expected_tokens
+    parts = {k: v / e for k, v in parts.items()}
+    return sum(parts.values()), parts
 
 
 def decode_window(d: Deployment, input_tokens, output_tokens):

@@ -52,7 +52,8 @@ def breakdown_figure(results, labels=None, name: str = "breakdown") -> Chart:
     r0 = rs[0]
     title = f"{r0.model.label} on {r0.chips:,} {r0.system.chip.id} chips: where the step time and memory go"
     fig.suptitle(title, fontsize=11)
-    layouts = "; ".join(f"{lab}: {r.layout.describe()}" for lab, r in zip(labels, rs)) if len(rs) > 1 else r0.layout.describe()
+    layouts = "; ".join(f"{lab}: {r.layout.describe()}" for lab, r in zip(labels,
+                                                                          rs)) if len(rs) > 1 else r0.layout.describe()
     cap_text = (f"Parts sum to the step time and to the memory per chip (Korthikanti et al. 2022 activations). "
                 f"Layout {layouts}.")
     return Chart(name, title, fig, cap_text)

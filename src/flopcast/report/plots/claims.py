@@ -36,7 +36,8 @@ def claims_time_to_train_figure(series: dict, name: str = "claims-time-to-train"
     ax.legend(fontsize=8)
     title = "~300B GPT at 20 tokens per parameter: Trainium2 vs Trainium1"
     fig.suptitle(title, fontsize=11)
-    return Chart(name, title, fig, "Best layout at each size; expected time includes failures, checkpoints and restarts.")
+    return Chart(name, title, fig,
+                 "Best layout at each size; expected time includes failures, checkpoints and restarts.")
 
 
 def claims_scaling_figure(series: dict, name: str = "claims-scaling") -> Chart:

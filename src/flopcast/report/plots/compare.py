@@ -15,7 +15,8 @@ def compare_figure(results: dict, name: str = "compare") -> Chart:
     ok, names, fig, (ax1, ax2, ax3), x = per_system_panels(results, "no system gave a layout that fits")
     have_tokens = all(r.tokens for r in ok.values())
     if have_tokens:
-        ax1.bar([i - 0.2 for i in x], [r.time_to_train_s / DAY for r in ok.values()], 0.4, color=CYCLE[0], label="ideal")
+        ax1.bar([i - 0.2 for i in x], [r.time_to_train_s / DAY for r in ok.values()], 0.4, color=CYCLE[0],
+                label="ideal")
         ax1.bar([i + 0.2 for i in x], [r.expected.expected_s / DAY for r in ok.values()], 0.4, color=CYCLE[3],
                 label="with failures")
         ax1.set_ylabel("time to train (days)")

@@ -37,7 +37,8 @@ def pareto_figure(outcome, name: str = "pareto") -> Chart:
     log_axis(ax1)
     ax1.set_xlabel("cluster size (chips)")
     ax1.set_ylabel("time to train (days)")
-    ax2.scatter([d for d, o in zip(days, on) if not o], [c for c, o in zip(costs, on) if not o], color="#999999", zorder=3)
+    ax2.scatter([d for d, o in zip(days, on) if not o], [c for c, o in zip(costs, on) if not o], color="#999999",
+                zorder=3)
     fr = sorted((d, c, n) for d, c, n, o in zip(days, costs, chips, on) if o)
     if fr:
         ax2.plot([f[0] for f in fr], [f[1] for f in fr], "o-", color=CYCLE[3], zorder=4)

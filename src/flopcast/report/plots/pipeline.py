@@ -217,7 +217,8 @@ def pipeline_figure(result, calibration=None, name: str = "pipeline") -> Chart:
                                rasterized=True)
         if st.t_p2p > 0:
             for r in range(p):
-                recv = [(o.recv_start, o.recv_end - o.recv_start) for o in s.ops if o.stage == r and o.recv_start is not None]
+                recv = [(o.recv_start, o.recv_end - o.recv_start) for o in s.ops if o.stage == r
+                        and o.recv_start is not None]
                 ax.broken_barh(recv, (r + 0.3, 0.12), facecolors=COLORS["p2p"], lw=0, rasterized=True)
         ax.set_ylim(p - 0.5, -0.5)
         ax.set_yticks(range(p))
@@ -230,12 +231,14 @@ def pipeline_figure(result, calibration=None, name: str = "pipeline") -> Chart:
         full = (p - 1) / (v * st.m)
         head = {"1f1b": "1F1B", "gpipe": "GPipe"}.get(kind, f"interleaved, vp={v}")
         ax.set_title(f"{head}{'  (this configuration)' if mine else ''}: {m_shown} of {st.m} micro-batches drawn; "
-                     f"idle {100 * s.bubble_fraction:.1f}% of busy here, (p-1)/(v m) = {100 * full:.2f}% for the full step",
+                     f"idle {100 * s.bubble_fraction:.1f}% of busy here, (p-1)/(v m) = {100 * full:.2f}% for the full "
+                     f"step",
                      fontsize=8.5, loc="left")
     axes[0].set_xlim(0, longest)  # shared: the panels compare the schedules' step times
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=COLORS["forward"], label="forward"), Patch(color=COLORS["backward"], label="backward (+ recompute)"),
+    handles = [Patch(color=COLORS["forward"], label="forward"), Patch(color=COLORS["backward"],
+                                                                      label="backward (+ recompute)"),
                Patch(color=COLORS["idle"], label="idle (bubble)")]
     if st.t_p2p > 0:
         handles.append(Patch(color=COLORS["p2p"], label="p2p receive"))

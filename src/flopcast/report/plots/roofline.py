@@ -46,7 +46,8 @@ def _counts(d, fn, *args) -> tuple[float, float, float]:
     big = 1e12
     t, _ = fn(d, *args)
     e = d.efficiency
-    fast_memory = replace(d, efficiency=replace(e, memory=e.memory * big, thread_weights_per_cycle=e.thread_weights_per_cycle * big))
+    fast_memory = replace(d, efficiency=replace(e, memory=e.memory * big,
+                                                thread_weights_per_cycle=e.thread_weights_per_cycle * big))
     fast_compute = replace(d, efficiency=replace(e, compute=e.compute * big))
     _, pm = fn(fast_memory, *args)
     _, pc = fn(fast_compute, *args)
@@ -61,7 +62,8 @@ def roofline_points(d, *, input_tokens: int = 512, output_tokens: int = 128, dec
     from ...cost import inference as inf
 
     out = []
-    for phase, fn, batches in (("prefill", inf.prefill_time, prefill_batches), ("decode", inf.decode_time, decode_batches)):
+    for phase, fn, batches in (("prefill", inf.prefill_time, prefill_batches), ("decode", inf.decode_time,
+        decode_batches)):
         for b in batches:
             arg = input_tokens if phase == "prefill" else input_tokens + output_tokens / 2.0
             f, nb, t = _counts(d, fn, b, arg)
@@ -91,7 +93,8 @@ def roofline_figure(deployment, points, name: str = "roofline") -> Chart:
     ax.plot(x, np.minimum(peak, bw * x), color="black", lw=1.5,
             label=f"{chip.name}: {peak / 1e12:,.0f} TFLOP/s {d.compute_dtype.name.lower()}, {bw / 1e12:.2f} TB/s")
     ax.plot(x, np.minimum(reached_peak, reached_bw * x), color="#777777", lw=1, ls="--",
-            label=f"reached by {d.family} (efficiency {d.efficiency.compute:.2f} compute, {d.efficiency.memory:.2f} memory)")
+            label=f"reached by {d.family} (efficiency {d.efficiency.compute:.2f} compute, {d.efficiency.memory:.2f} "
+                  f"memory)")
     ax.axvline(peak / bw, color="#BBBBBB", lw=0.8, ls=":")
     ax.text(peak / bw, peak * 1.15, f"ridge {peak / bw:,.0f} FLOP/B", fontsize=7, ha="center")
     for phase, color, marker in (("prefill", CYCLE[3], "s"), ("decode", CYCLE[0], "o")):
@@ -112,7 +115,8 @@ def roofline_figure(deployment, points, name: str = "roofline") -> Chart:
     ax.legend(fontsize=7, loc="lower right")
     title = f"roofline: {d.model.label} on {d.system.id} (tp {d.tp}, {d.weights.name} weights)"
     fig.suptitle(title, fontsize=11)
-    cap = ("Roofline model after Williams, Waterman & Patterson 2009 (CACM): attained = min(peak, bandwidth x intensity). "
+    cap = ("Roofline model after Williams, Waterman & Patterson 2009 (CACM): attained = min(peak, bandwidth x "
+           "intensity). "
            "Points are one prefill pass and one decode step per batch, FLOP and bytes as flopcast's per-operator model "
            "counts them, time including tensor-parallel communication and per-layer overhead.")
     return Chart(name, title, fig, cap)

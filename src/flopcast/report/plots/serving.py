@@ -41,7 +41,8 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     title = title or "serving: latency against throughput"
     fig.suptitle(title, fontsize=11)
     cap = ("Discrete-event simulation (flopcast serve) at each offered load: continuous batching after Orca "
-           "(Yu et al. 2022) and vLLM (Kwon et al. 2023) unless stated. Latency rises steeply where the replica saturates.")
+           "(Yu et al. 2022) and vLLM (Kwon et al. 2023) unless stated. Latency rises steeply where the replica "
+           "saturates.")
     return Chart(name, title, fig, cap)
 
 

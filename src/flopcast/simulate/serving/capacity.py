@@ -23,11 +23,12 @@ def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 4
                   span_horizons: float = SPAN_HORIZONS):
     """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
 
-    Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica
-    cannot sustain may still meet lenient SLOs (its burst drains before the targets expire), so each
-    run lasts at least SPAN_HORIZONS x (TTFT target + median output x TPOT target) of arrivals, up to
-    `max_requests`: a sustained overload then builds a backlog that breaks the TTFT target.
-    `span_horizons` replaces SPAN_HORIZONS (a longer run exposes a slow backlog). `start_qps`: the first rate tried (doubled while it meets the SLOs); an upper bound from the roofline
+    Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica cannot sustain
+    may still meet lenient SLOs (its burst drains before the targets expire), so each run lasts at least
+    SPAN_HORIZONS x (TTFT target + median output x TPOT target) of arrivals, up to `max_requests`: a sustained
+    overload then builds a backlog that breaks the TTFT target. `span_horizons` replaces SPAN_HORIZONS (a longer run
+    exposes a slow backlog). `start_qps`: the first rate tried (doubled while it meets the SLOs); an upper bound
+    from the roofline
     (plan/deploy.py) saves the doubling. Returns (qps, result at that qps); (0, None) when no rate meets the SLOs."""
     out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
     horizon = span_horizons * (config.slo_ttft_s + out_median * config.slo_tpot_s)

@@ -36,3 +36,6 @@ class ServingConfig:
     chunk_tokens: int = 512  # Sarathi-Serve token budget per iteration
     slo_ttft_s: float = 1.0
     slo_tpot_s: float = 0.05
+    # automatic prefix caching (vLLM APC; SGLang RadixAttention, Zheng et al. 2024): tokens at the start of
+    # every prompt that are shared and already cached: not prefilled again, their KV held once per replica
+    prefix_tokens: int = 0

@@ -24,7 +24,7 @@ class IterationCost:
     attn_kv_s: float  # seconds per KV token read
 
     @classmethod
-    def of(cls, d: inf.Deployment, max_tokens: int) -> "IterationCost":
+    def of(cls, d: inf.Deployment, max_tokens: int) -> IterationCost:
         n = np.arange(max_tokens + 1, dtype=float)
         zero = np.zeros_like(n)
         total, parts = inf.step_time(d, n, zero, zero, zero)

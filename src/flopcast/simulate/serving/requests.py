@@ -35,7 +35,8 @@ def lengths(spec: str | int, n: int, rng: np.random.Generator, option: str = "--
             return np.full(n, v, dtype=np.int64)
         kind, a, b = parts[0], float(parts[1]), float(parts[2])
     except (ValueError, IndexError):
-        raise FlopcastError(f"{option} {spec!r}: give a token count, 'uniform:LO:HI' or 'lognormal:MEAN:SIGMA'") from None
+        raise FlopcastError(f"{option} {spec!r}: give a token count, 'uniform:LO:HI' or "
+                            f"'lognormal:MEAN:SIGMA'") from None
     if kind == "uniform" and 0 <= a <= b:
         return rng.integers(int(a), int(b) + 1, size=n)
     if kind == "lognormal" and a > 0 and b >= 0:
@@ -80,7 +81,8 @@ def read_trace(path, notes: list | None = None) -> Requests:
     need = ("arrival_s", "input_tokens", "output_tokens")
     missing = [k for k in need if k not in header]
     if missing:
-        raise FlopcastError(f"--trace {path} lacks column(s) {', '.join(missing)}; a trace has columns {', '.join(need)}")
+        raise FlopcastError(f"--trace {path} lacks column(s) {', '.join(missing)}; a trace has columns "
+                            f"{', '.join(need)}")
     if not rows:
         raise FlopcastError(f"--trace {path} has no rows (only a header)")
     rows = [{(k or "").strip(): v for k, v in r.items()} for r in rows]

@@ -46,10 +46,11 @@ def chunked_iteration(sim, rep, now: float):
     tokens = rep.n_dec + sum(c for _, _, c in chunks)
     if tokens == 0:
         return ()
-    pairs = kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum)
-    for _, got, c in chunks:
-        pairs += c * (got + (c + 1) / 2.0)
-        kv += got + c
+    pairs = kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum + rep.n_dec * sim.prefix)
+    cached = sim.cached
+    for entry, got, c in chunks:
+        pairs += c * (cached[entry[0]] + got + (c + 1) / 2.0)
+        kv += cached[entry[0]] + got + c
     prompt = sim.prompt
     seqs = rep.n_dec + sum(1 for entry, got, c in chunks if got + c >= prompt[entry[0]])
     return sim.launch(rep, now + sim.ct(tokens, seqs, kv, pairs), partial(sim.end_chunked, rep, chunks))
@@ -76,8 +77,15 @@ def _decode(sim, rep, now: float):
     n = rep.n_dec
     if n == 0:
         return ()
-    kv = rep.win_sum if sim.static_shapes else rep.ctx_sum
-    return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+    # every decoder attends to the shared cached prefix too (held once, read by each)
+    kv = rep.win_sum if sim.static_shapes else rep.ctx_sum + n * sim.prefix
+    spec = sim.spec
+    if spec is None:
+        return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+    # speculative: a step stands for 1/E of a verification pass (+ k drafter steps): its expected time per token
+    m = n * (spec.k + 1)
+    t = sim.iteration_time(m, m, kv, kv * (spec.k + 1)) + sim.spec_draft * sim.ct(n, n, kv, kv)
+    return sim.launch(rep, now + t / sim.spec_tokens, partial(sim.end_decode, rep))
 
 
 def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):
@@ -101,7 +109,7 @@ def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):
         rep.waiting.popleft()
         rids.append(r)
         tokens += p
-        pairs += p * (p + 1) / 2.0
+        pairs += p * (p + 1) / 2.0 + p * sim.cached[r]  # new tokens attend to the cached prefix too
         used += need
     return rids, tokens, pairs
 

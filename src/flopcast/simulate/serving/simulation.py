@@ -77,12 +77,20 @@ class Simulation:
         self.max_seqs = config.max_seqs
         self.cost = cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)
         self.ct = self.cost.time
+        self.spec = d.speculation  # speculative decoding: schedulers time a decode step per expected token
+        self.spec_tokens = d.speculation.expected_tokens if d.speculation else 1.0
+        self.spec_draft = d.speculation.k * d.speculation.drafter_fraction(d.model) if d.speculation else 0.0
         self.policy = POLICIES[config.scheduler]
         n = self.n = len(reqs)
         self.arr = reqs.arrival_s.tolist()
         self.inp = reqs.input_tokens.tolist()
         self.out = reqs.output_tokens.tolist()
-        self.prompt = list(self.inp)  # tokens to prefill (a preempted sequence recomputes prompt + generated)
+        pre = max(0, int(config.prefix_tokens))
+        self.cached = [min(pre, i - 1) if i > 0 else 0 for i in self.inp]  # cached shared prefix (prefix caching)
+        self.prefix = pre
+        self.cap -= pre  # the shared prefix's KV blocks, held once per replica
+        # tokens to prefill (a preempted sequence recomputes prompt + generated; its cached prefix stays cached)
+        self.prompt = [i - c for i, c in zip(self.inp, self.cached)]
         self.gen = [0] * n  # tokens generated when joining the decoders
         self.start = [0] * n  # the replica's decode step when joining
         self.base = [0] * n  # KV tokens when joining the decoders
@@ -115,7 +123,7 @@ class Simulation:
             self.events.append((e.now, "arrive", r))
         rep = self.route()
         successors = ()
-        if self.inp[r] + self.out[r] > self.cap:
+        if self.prompt[r] + self.out[r] > self.cap:
             self.rejected[r] = True
             self.account(e.now, -1)
         else:
@@ -242,7 +250,7 @@ class Simulation:
             rep.ctx_sum -= ctx
             rep.win_sum -= self.inp[r] + self.out[r]
             gen[r] = g
-            self.prompt[r] = self.inp[r] + g  # recompute the prompt and what was generated
+            self.prompt[r] = self.inp[r] - self.cached[r] + g  # recompute the prompt and what was generated
             rep.waiting.appendleft(r)
             rep.preemptions += 1
             return True

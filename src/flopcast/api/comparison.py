@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import catalog
-from ..catalog import calibrations
+from ..cost import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.workload import Model
@@ -58,7 +58,8 @@ def _compare_serving(model, systems, *, chips, qps, input_tokens, output_tokens,
     cfg = config(scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
     out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype, qps=qps,
                                    requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
-                                   seed=seed, progress=progress, inference_calibration=calibrations.serving(calibration))
+                                   seed=seed, progress=progress,
+                                       inference_calibration=calibrations.serving(calibration))
     return CompareServingResult(m, cfg, input_tokens, output_tokens, qps, out)
 
 

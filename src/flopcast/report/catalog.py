@@ -7,7 +7,8 @@ from ..errors import FlopcastError
 from ..model import hf
 from ..model.system import Dtype
 from ..units import GiB, fmt
-from . import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
+from ..catalog import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names,
+                       raw,
                resolve_name, sources, system_for)
 
 
@@ -21,7 +22,8 @@ def _model_row(key):
 def _chip_row(key):
     c = load_chip(key)
     bf16 = c.peak_flops.get(Dtype.BF16)
-    return [key, c.name, fmt(bf16, "FLOP/s") if bf16 else "n/a", f"{c.memory / GiB:.0f} GiB" if c.memory else "per instance",
+    return [key, c.name, fmt(bf16, "FLOP/s") if bf16 else "n/a", f"{c.memory / GiB:.0f} GiB" if c.memory
+            else "per instance",
             fmt(c.memory_bandwidth, "B/s"), f"{c.power:.0f} W" if c.power else "n/a"]
 
 
@@ -34,7 +36,7 @@ def _system_row(key):
 
 
 def listing() -> str:
-    from ..report.text import catalog_list
+    from .text import catalog_list
 
     return catalog_list([_model_row(k) for k in names("model")], [_chip_row(k) for k in names("chip")],
                         [_system_row(k) for k in names("system")])
@@ -191,7 +193,8 @@ def entry_text(name: str) -> str:
     width = max(len(f["field"]) for f in e["fields"]) if e["fields"] else 10
     for f in e["fields"]:
         val = "unknown" if f["value"] is None else f["value"]
-        lines.append(f"  {f['field']:<{width}}  {str(val):<22} [{f['source']}]" + (f"  {f['note']}" if f["note"] else ""))
+        lines.append(f"  {f['field']:<{width}}  {str(val):<22} [{f['source']}]" + (f"  {f['note']}" if f["note"]
+            else ""))
     lines.append("sources:")
     for sid, s in e["sources"].items():
         lines.append(f"  [{sid}] {s.get('title', '')}. {s.get('url', '')} ({s.get('date', 'undated')})")

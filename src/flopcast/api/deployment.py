@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import catalog
-from ..catalog import calibrations
+from ..cost import calibrations
 from ..cost import inference as inf
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten

@@ -12,9 +12,9 @@ import difflib
 from dataclasses import fields
 from pathlib import Path
 
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..model.efficiency import Calibration, FamilyEfficiency
 from ..errors import FlopcastError
-from .files import read_file
+from ..catalog.files import read_file
 
 TRAINING_GLOBAL = tuple(f.name for f in fields(Calibration) if f.name not in ("families", "provenance",
                                                                                   "mamf_transfer"))
@@ -22,7 +22,7 @@ TRAINING_FAMILY = tuple(f.name for f in fields(FamilyEfficiency))
 
 
 def _serving_family_keys() -> tuple[str, ...]:
-    from ..cost.inference import EngineEfficiency  # cost.inference reads the shipped calibration through catalog
+    from .inference import EngineEfficiency
 
     return tuple(f.name for f in fields(EngineEfficiency))
 
@@ -54,7 +54,7 @@ def _check(label: str, where: str, given: dict, valid: tuple) -> None:
 
 def read(path) -> tuple[str, object]:
     """(kind, value) of a calibration file: ('training', Calibration) or ('serving', {family: EngineEfficiency})."""
-    from . import calibration_from_dict
+    from ..catalog import calibration_from_dict
 
     p = Path(str(path)).expanduser()
     if not p.exists():
@@ -67,7 +67,7 @@ def read(path) -> tuple[str, object]:
             _check(label, f"families.{name}.", fam, TRAINING_FAMILY)
         _check(label, "global.", data.get("global") or {}, TRAINING_GLOBAL)
         return k, calibration_from_dict(data)
-    from ..cost.inference import EngineEfficiency
+    from .inference import EngineEfficiency
 
     valid = _serving_family_keys()
     for name, fam in data["families"].items():
@@ -82,7 +82,7 @@ def _other(k: str) -> str:
 def training(value=None) -> Calibration:
     """The training calibration to predict with: None (the shipped one), a Calibration, or a file's path."""
     if value is None:
-        from . import calibration
+        from ..catalog import calibration
 
         return calibration()
     if isinstance(value, Calibration):
@@ -97,7 +97,7 @@ def training(value=None) -> Calibration:
 def serving(value=None) -> dict:
     """The engine-family efficiencies to serve with: None (the shipped ones), a mapping, or a file's path."""
     if value is None:
-        from ..cost.inference import load_inference_calibration
+        from .inference import load_inference_calibration
 
         return load_inference_calibration()
     if isinstance(value, dict):
