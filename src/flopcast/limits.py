@@ -29,7 +29,7 @@ class Bound:
 
     def valid(self) -> str:
         if self.integer:
-            return f"a whole number from {self.low:,.0f} to {self.high:,.0f}"
+            return f"a whole number from {int(self.low):,} to {int(self.high):,}"
         low = f"above {self.low:g}" if self.open_low else f"{self.low:g} or more"
         return f"a finite number {low}, at most {self.high:g}{' ' + self.unit if self.unit else ''}"
 
@@ -43,11 +43,11 @@ LIMITS = {
     "tokens": Bound(0, 1e17, integer=False, open_low=True),
     # serving
     "input_tokens": Bound(1, 2**27), "output_tokens": Bound(1, 2**27), "requests": Bound(1, 1e7),
-    "concurrency": Bound(1, 1e6), "max_batch": Bound(1, 1e6), "replicas": Bound(1, 1e6),
-    "qps": Bound(0, 1e7, integer=False, open_low=True),
+    "concurrency": Bound(1, 1e6), "max_batch": Bound(1, 1e6), "replicas": Bound(1, 1e6), "threads": Bound(1, 1e6),
+    "qps": Bound(1e-6, 1e7, integer=False),  # one request in 11.6 days to ten million a second
     "duration_s": Bound(0, 100 * _YEARS, integer=False, open_low=True, unit="s"),
-    "slo_ttft_s": Bound(0, 1e6, integer=False, open_low=True, unit="s"),
-    "slo_tpot_s": Bound(0, 1e4, integer=False, open_low=True, unit="s"),
+    "slo_ttft_s": Bound(0, 600, integer=False, open_low=True, unit="s"),  # targets past 10 minutes, or 10 s a
+    "slo_tpot_s": Bound(0, 10, integer=False, open_low=True, unit="s"),  # token, are no serving objective
     # failures and plans
     "trials": Bound(1, 1e6), "seed": Bound(0, 2**63 - 1), "spares": Bound(0, 1e7),
     "mtbf_chip_hours": Bound(0, 1e9, integer=False, open_low=True),

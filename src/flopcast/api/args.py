@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import FlopcastError, python_names
+from ..limits import LIMITS, check
 from ..units import parse_count, parse_duration
 
 CHINCHILLA = ("chinchilla", "20x", "auto")
@@ -58,7 +59,7 @@ def tokens(value, model, name: str = "tokens") -> float | None:
         from ..plan.forecast import default_tokens
 
         return default_tokens(model)
-    return count(value, name, "6e12, 300B or 1.5T")
+    return bounded("tokens", count(value, name, "6e12, 300B or 1.5T"), name)
 
 
 def duration(value, name: str, example: str = "30d, 12h or 90min", unit_required: bool = False) -> float:
@@ -73,7 +74,18 @@ def duration(value, name: str, example: str = "30d, 12h or 90min", unit_required
             raise FlopcastError(f"`{name}={value!r}` is not a duration; write e.g. {example}") from None
     else:
         v = _number(value, name, float, example)
-    return positive(v, name, repr(value) if isinstance(value, str) else None)
+    v = positive(v, name, repr(value) if isinstance(value, str) else None)
+    return bounded(f"{name}_s", v, name)
+
+
+def bounded(limit: str, value, name: str):
+    """value within flopcast.limits' bound `limit` (finite, a physical range); an error naming `name`."""
+    if limit not in LIMITS or value is None:
+        return value
+    try:
+        return check(limit, value)
+    except FlopcastError as exc:
+        raise FlopcastError(str(exc).replace(f"`{limit}=", f"`{name}=", 1)) from None
 
 
 def names(value, name: str) -> list[str]:
@@ -93,7 +105,7 @@ def batch_range(value, name: str = "batch_range") -> tuple[int, int] | None:
         lo, hi = (int(v) for v in (value.split(":") if isinstance(value, str) else value))
     except (TypeError, ValueError):
         raise FlopcastError(f"`{name}={value!r}`: write MIN:MAX in sequences, e.g. 512:4096") from None
-    if lo < 1 or hi < lo:
+    if lo < 1 or hi < lo or hi > LIMITS["global_batch"].high:
         raise FlopcastError(f"`{name}={value!r}`: need 1 <= MIN <= MAX")
     return (lo, hi)
 
@@ -101,10 +113,10 @@ def batch_range(value, name: str = "batch_range") -> tuple[int, int] | None:
 def chip_counts(value, name: str) -> list[int]:
     """'1024,8192' or [1024, 8192] -> sorted distinct positive chip counts."""
     try:
-        out = [int(count(x, name)) for x in names(value, name)]
+        out = [check("chips", count(x, name)) for x in names(value, name)]
     except FlopcastError:
         out = []
-    if not out or any(n < 1 for n in out):
-        raise FlopcastError(f"`{name}` must be a comma-separated list of positive chip counts such as 1024,8192, "
-                            f"got {value!r}")
+    if not out or len(out) > 64:
+        raise FlopcastError(f"`{name}` must be a comma-separated list of at most 64 chip counts, each 1 to "
+                            f"100,000,000, such as 1024,8192, got {value!r}")
     return sorted(set(out))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..limits import check
 from ..cost.reliability import Goodput, GoodputAssumptions, goodput_for
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
@@ -20,13 +21,12 @@ def assumptions(*, mtbf_chip_hours=None, checkpoint_write_gbps=None, checkpoint_
                 async_checkpoint=None, restart_minutes=None, spares=None, interval=None,
                 cv=None) -> GoodputAssumptions:
     """GoodputAssumptions with the given fields changed (None keeps the default); interval as "20min" or seconds."""
-    for name, v in (("mtbf_chip_hours", mtbf_chip_hours), ("checkpoint_write_gbps", checkpoint_write_gbps),
-                    ("checkpoint_load_gbps", checkpoint_load_gbps)):
-        if v is not None and not (v > 0 and v != float("inf")):
-            raise FlopcastError(f"`{name}` must be a positive number, got {v:g}")
-    for name, v in (("restart_minutes", restart_minutes), ("cv", cv), ("spares", spares)):
-        if v is not None and not v >= 0:
-            raise FlopcastError(f"`{name}` must be zero or more, got {v:g}")
+    # each finite and within its bound (flopcast.limits); the error names the argument
+    mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps, restart_minutes, cv, spares = (
+        check(name, v) for name, v in (("mtbf_chip_hours", mtbf_chip_hours),
+                                       ("checkpoint_write_gbps", checkpoint_write_gbps),
+                                       ("checkpoint_load_gbps", checkpoint_load_gbps),
+                                       ("restart_minutes", restart_minutes), ("cv", cv), ("spares", spares)))
     kw = {"mtbf_chip_hours": mtbf_chip_hours, "async_checkpoint": async_checkpoint, "spares": spares, "cv": cv,
           "checkpoint_write_bps": None if checkpoint_write_gbps is None else checkpoint_write_gbps * GIGA,
           "checkpoint_load_bps": None if checkpoint_load_gbps is None else checkpoint_load_gbps * GIGA,
@@ -51,11 +51,15 @@ class ReliabilityResult(Tabular):
 
     train: TrainResult
     goodput: Goodput
-    monte_carlo: object  # simulate.reliability.Simulation
+    monte_carlo: object  # simulate.reliability.SimResult; None when it was not run (`monte_carlo_unavailable`)
+    monte_carlo_unavailable: str = ""  # why: the run never finishes, or it would pass the event cap
 
     def to_dict(self) -> dict:
-        return {"train": self.train.to_dict(), "closed_form": self.goodput.to_dict(),
-                "monte_carlo": self.monte_carlo.summary()}
+        out = {"train": self.train.to_dict(), "closed_form": self.goodput.to_dict(),
+               "monte_carlo": None if self.monte_carlo is None else self.monte_carlo.summary()}
+        if self.monte_carlo is None:
+            out["unavailable"] = {"monte_carlo": self.monte_carlo_unavailable}
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,11 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, calibration=N
             errors[n] = str(exc)
             continue
         g = goodput_for(r, base)
-        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
+        try:
+            sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
+        except FlopcastError as exc:  # never finishes, or past the Monte-Carlo's cap: that size is left out
+            errors[n] = str(exc)
+            continue
         rows.append((n, r, g, sim))
     if not rows:
         raise FlopcastError("no cluster size in `sweep_chips` gives a valid layout: "
@@ -127,12 +135,14 @@ def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None 
                        restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv)
     m = forecast.resolve_model(model, seq_len)
     n_tokens = forecast.default_tokens(m) if tokens is None else args.tokens(tokens, m)
-    if trials is not None and trials < 1:
-        raise FlopcastError(f"`trials` must be a positive whole number, got {trials}")
+    trials, seed = check("trials", trials), check("seed", seed)
     if sweep_chips:
         return _sweep(m, hardware, args.chip_counts(sweep_chips, "sweep_chips"), n_tokens, layout, base, trials, seed,
                       calibration)
     result = _train(m, hardware, chips, n_tokens, layout, calibration)
     g = goodput_for(result, base)
-    sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)
+    try:
+        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)
+    except FlopcastError as exc:  # trials and seed are checked above: the run never finishes or is past the cap
+        return ReliabilityResult(result, g, None, str(exc))
     return ReliabilityResult(result, g, sim)

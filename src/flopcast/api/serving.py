@@ -16,6 +16,7 @@ from ..cost import inference as inf
 from ..cost.inference.speculation import speculation
 from ..errors import FlopcastError
 from ..frame import Tabular
+from ..limits import check
 from ..simulate import serving as S
 from . import args
 from .args import python_errors
@@ -75,6 +76,9 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     >>> r.prediction.ttft_s > 0 and r.prediction.fits
     True
     """
+    chips, tp, threads = check("chips", chips), check("tp", tp), check("threads", threads)
+    batch, input_tokens = args.bounded("max_batch", batch, "batch"), check("input_tokens", input_tokens)
+    output_tokens = check("output_tokens", output_tokens)
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     r = inf.predict(d, batch, input_tokens, output_tokens)
@@ -156,6 +160,8 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     >>> s.result.completed, s.config.slo_ttft_s
     (50, 2.0)
     """
+    chips, tp, threads, qps = check("chips", chips), check("tp", tp), check("threads", threads), check("qps", qps)
+    requests, seed, replicas = check("requests", requests), check("seed", seed), check("replicas", replicas)
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot,

@@ -170,6 +170,7 @@ def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", dea
         what = f"deadline {d / DAY:.1f} days"
     elif budget is not None:
         b = args.positive(args.count(budget, "budget", "dollars such as 2.5M or 400000"), "budget", repr(budget))
+        b = args.bounded("budget_usd", b, "budget")
         out = capacity.plan_budget(m, system, n_tokens, b, cal, space, progress=progress)
         what = f"budget ${b:,.0f}"
     else:

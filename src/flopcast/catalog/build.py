@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,10 +111,26 @@ def load_model(name: str) -> Model:
     """A catalog model, a YAML/TOML model file, or a Hugging Face config.json (or a folder holding one)."""
     config = hf.config_path(name)
     if config is not None:
-        return hf.load(config)
+        return _imported(hf.load(config), str(name))
     mid, d = entry("model", name)
     return model_from_dict(mid, d, label=str(name) if is_file(name) else mid,
                            what="file" if is_file(name) else "entry")
+
+
+def _imported(m: Model, label: str) -> Model:
+    """A model read from a Hugging Face config, held to the schema's bounds like a model file (the importer
+    maps the config's keys; the bounds live in one place, schema.py)."""
+    moe = None
+    if m.moe:
+        fields = schema.MoeEntry.model_fields
+        moe = {k: v for k, v in dataclasses.asdict(m.moe).items() if k in fields and v is not None}
+    fields = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
+              "head_dim": m.head_dim or None, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab, "seq_len": m.seq_len,
+              "sliding_window": m.sliding_window or None, "mtp_layers": getattr(m, "mtp_layers", 0) or None,
+              "moe": moe, "mla": dataclasses.asdict(m.mla) if m.mla else None}
+    schema.validate("model", {k: v for k, v in fields.items() if k in schema.ModelEntry.model_fields},
+                    f"{label} (as imported)", "file")
+    return m
 
 
 def _window(e) -> tuple[int, int]:

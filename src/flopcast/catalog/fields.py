@@ -36,10 +36,10 @@ def _unit_hint(value, dimension: str) -> str:
             pass
     words = text.replace(",", "").split()
     try:
-        float(words[0]) if words else None
-    except ValueError:
+        float(words[0])
+    except (ValueError, IndexError):
         return EXAMPLE[dimension]
-    return f"{words[0]} {EXAMPLE[dimension].split()[1]}" if words else EXAMPLE[dimension]
+    return f"{words[0]} {EXAMPLE[dimension].split()[1]}"
 
 
 def _quantity_validator(dimension: str, low: float, high: float, zero_ok: bool):

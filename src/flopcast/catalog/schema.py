@@ -89,7 +89,7 @@ class MoeEntry(Strict):
 
 
 class MlaEntry(Strict):
-    q_lora_rank: count(1, WIDTH)
+    q_lora_rank: count(0, WIDTH, doc="query compression rank; 0: none, full-rank queries (DeepSeek-V2-Lite)")
     kv_lora_rank: count(1, WIDTH)
     qk_nope_head_dim: count(1, WIDTH)
     qk_rope_head_dim: count(1, WIDTH)

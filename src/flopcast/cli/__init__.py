@@ -9,6 +9,8 @@ module here and one row in COMMANDS (as pip's `commands/__init__.py` does).
 from __future__ import annotations
 
 import importlib
+import io
+import os
 import sys
 
 import click
@@ -80,10 +82,31 @@ def cli():
     """
 
 
+def _drop_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush of an unwritable stdout (a full
+    disk, a closed pipe) fails silently (the recipe of the Python docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # stdout is not a file (captured in a test)
+
+
 def main(argv=None) -> int:
     """Entry point: one line on stderr and exit code 2 for bad input, never a traceback."""
     try:
         cli.main(args=argv, prog_name="flopcast", standalone_mode=False)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
+    except OSError as exc:
+        if exc.filename is None:  # stdout itself (files the commands write report their own errors)
+            _drop_stdout()
+            click.echo(f"error: cannot write the output: {exc.strerror or exc}", err=True)
+            return 2
+        click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+        return 2
     except FlopcastError as exc:
         click.echo(f"error: {exc}", err=True)
         return 2
@@ -98,8 +121,6 @@ def main(argv=None) -> int:
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
         return exc.exit_code or 1
-    except BrokenPipeError:
-        return 0
     return 0
 
 

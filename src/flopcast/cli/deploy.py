@@ -6,6 +6,7 @@ import csv
 
 import click
 
+from ..limits import click_type
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
@@ -62,7 +63,7 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--hardware", "-H", required=True, help="Systems, comma-separated (e.g. p5.48xlarge,trn2.48xlarge).")
 @click.option("--slo-ttft", default="2s", show_default=True, help="Time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Time-per-output-token target.")
-@click.option("--qps", type=float, default=None,
+@click.option("--qps", type=click_type("qps"), default=None,
               help="Serve this request rate (whole instances); default: each at its capacity.")
 @click.option("--find-capacity", is_flag=True, help="Rank at capacity (the default when --qps is not given).")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
@@ -71,8 +72,9 @@ def _write_csv(path: str, rows: list[dict]) -> None:
               help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
 @click.option("--kv-dtype", default=None,
               help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
-@click.option("--requests", type=int, default=300, show_default=True, help="Requests per simulation (at least).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the arrivals.")
+@click.option("--requests", type=click_type("requests"), default=300, show_default=True,
+              help="Requests per simulation (at least).")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True, help="Random seed of the arrivals.")
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import click
 
+from ..errors import FlopcastError
+from ..limits import click_type
+
 
 def layout_options(f):
     opts = [
-        click.option("--tp", type=int, help="Tensor-parallel degree (chips; within a node)."),
-        click.option("--pp", type=int, help="Pipeline-parallel degree (stages)."),
-        click.option("--dp", type=int, help="Data-parallel degree (derived from chips when omitted)."),
-        click.option("--cp", type=int, help="Context-parallel degree (ring attention)."),
-        click.option("--ep", type=int, help="Expert-parallel degree (MoE models)."),
-        click.option("--vp", type=int, help="Virtual pipeline stages per rank (interleaved schedule)."),
-        click.option("--micro-batch", type=int, help="Sequences per micro-batch."),
-        click.option("--global-batch", type=int, help="Sequences per optimizer step."),
-        click.option("--seq-len", type=int, help="Training sequence length (default: the model's)."),
+        click.option("--tp", type=click_type("tp"), help="Tensor-parallel degree (chips; within a node)."),
+        click.option("--pp", type=click_type("pp"), help="Pipeline-parallel degree (stages)."),
+        click.option("--dp", type=click_type("dp"), help="Data-parallel degree (derived from chips when omitted)."),
+        click.option("--cp", type=click_type("cp"), help="Context-parallel degree (ring attention)."),
+        click.option("--ep", type=click_type("ep"), help="Expert-parallel degree (MoE models)."),
+        click.option("--vp", type=click_type("vp"), help="Virtual pipeline stages per rank (interleaved schedule)."),
+        click.option("--micro-batch", type=click_type("micro_batch"), help="Sequences per micro-batch."),
+        click.option("--global-batch", type=click_type("global_batch"), help="Sequences per optimizer step."),
+        click.option("--seq-len", type=click_type("seq_len"), help="Training sequence length (default: the model's)."),
         click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="Activation recomputation."),
         click.option("--sharding", type=click.Choice(["none", "zero1", "zero2", "zero3", "fsdp"]),
                      help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
@@ -40,13 +43,20 @@ def layout_from(kw: dict) -> dict:
     return {k: kw[k] for k in LAYOUT_KEYS if kw.get(k) is not None}
 
 
+def _named_path(ctx, param, value):
+    """An empty --html or --png is an error, not silently no report."""
+    if value is not None and not str(value).strip():
+        raise FlopcastError(f"{param.opts[0]} needs a path; valid: a file name such as report.html (or leave it out)")
+    return value
+
+
 def report_options(f):
     """Add `--html FILE` and `--png DIR` to a click command (parameters `html` and `png`)."""
-    f = click.option("--png", "png", type=click.Path(file_okay=False), default=None,
+    f = click.option("--png", "png", type=click.Path(file_okay=False), default=None, callback=_named_path,
                      help="Also write each figure as a PNG (about 110 dpi) into this directory (needs matplotlib).")(f)
-    f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
-                     help="Also write a self-contained HTML report with the figures to this file (needs "
-                          "matplotlib).")(f)
+    f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None, callback=_named_path,
+                     help="Also write a self-contained HTML report with the figures to this file "
+                          "(needs matplotlib).")(f)
     return f
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..limits import click_type
 from .. import api
 from ..progress import Progress
 from ..units import DAY
@@ -28,8 +29,9 @@ def _na(value, reason, fmt):
 @click.command("search")
 @click.argument("model")
 @click.option("--hardware", "-H", required=True, help="System (e.g. trn2.48xlarge, p5.48xlarge, dgx-a100-80gb).")
-@click.option("--chips", "-n", type=int, required=True, help="Chips in the cluster (the search may leave some idle).")
-@click.option("--top", "top", type=int, default=10, show_default=True, help="How many layouts to print.")
+@click.option("--chips", "-n", type=click_type("chips"), required=True,
+              help="Chips in the cluster (the search may leave some idle).")
+@click.option("--top", "top", type=click_type("top"), default=10, show_default=True, help="How many layouts to print.")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the ranking minimises per token: time, dollars or joules.")
 @click.option("--dtypes", help="Compute dtypes to search over, comma-separated (e.g. bf16,fp8); default bf16.")
@@ -137,14 +139,14 @@ def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_pat
 @click.argument("model")
 @click.option("--hardware", "-H", required=True,
               help="Systems, comma-separated (e.g. trn1.32xlarge,trn2.48xlarge,p5.48xlarge).")
-@click.option("--chips", "-n", type=int, default=None,
+@click.option("--chips", "-n", type=click_type("chips"), default=None,
               help="Chips on each system (required for training; serving defaults to one instance).")
 @click.option("--tokens", default="chinchilla", show_default=True,
               help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
 @layout_options
 @click.option("--serve", is_flag=True,
               help="Compare serving instead of training: capacity at the SLOs and cost per million tokens.")
-@click.option("--qps", type=float, default=None,
+@click.option("--qps", type=click_type("qps"), default=None,
               help="Serving: simulate this request rate instead of finding each capacity.")
 @click.option("--input-tokens", default="512", show_default=True,
               help="Serving: N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
@@ -157,8 +159,10 @@ def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_pat
               help="Serving: static | continuous | chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Serving: time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
-@click.option("--requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@click.option("--requests", type=click_type("requests"), default=400, show_default=True,
+              help="Serving: requests per simulation.")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True,
+              help="Serving: random seed of the arrivals.")
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")

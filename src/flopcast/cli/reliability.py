@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..errors import FlopcastError
+from ..limits import click_type
 from .. import api
 from ..units import HOUR, fmt, fmt_duration
 from .options import calibration_option, layout_from, layout_options, report_options
@@ -19,21 +21,25 @@ def _reports():
 @click.command("reliability")
 @click.argument("model", default=api.DEFAULT_MODEL)
 @click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True, help="System name or file.")
-@click.option("--chips", "-n", type=int, default=None,
+@click.option("--chips", "-n", type=click_type("chips"), default=None,
               help="Chips in the cluster (default: 64 instances of the default system, else one).")
 @layout_options
 @click.option("--tokens", default=None, help="Training tokens, e.g. 6T; default 20 per parameter.")
-@click.option("--trials", type=int, default=1000, show_default=True, help="Monte-Carlo trials.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--mtbf-chip-hours", type=float, default=None,
+@click.option("--trials", type=click_type("trials"), default=1000, show_default=True, help="Monte-Carlo trials.")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True)
+@click.option("--mtbf-chip-hours", type=click_type("mtbf_chip_hours"), default=None,
               help="Chip-hours per interruption (default: Llama 3's 50,677).")
-@click.option("--checkpoint-write-gbps", type=float, default=None, help="Aggregate checkpoint write bandwidth, GB/s.")
-@click.option("--checkpoint-load-gbps", type=float, default=None, help="Aggregate checkpoint load bandwidth, GB/s.")
+@click.option("--checkpoint-write-gbps", type=click_type("checkpoint_write_gbps"), default=None,
+              help="Aggregate checkpoint write bandwidth, GB/s.")
+@click.option("--checkpoint-load-gbps", type=click_type("checkpoint_load_gbps"), default=None,
+              help="Aggregate checkpoint load bandwidth, GB/s.")
 @click.option("--async-checkpoint/--no-async-checkpoint", default=None, help="Only the snapshot to host memory blocks.")
-@click.option("--restart-minutes", type=float, default=None, help="Relaunch + collective init + warm-up (default 8).")
-@click.option("--spares", type=int, default=None, help="Hot-spare chips (default: always one at hand).")
+@click.option("--restart-minutes", type=click_type("restart_minutes"), default=None,
+              help="Relaunch + collective init + warm-up (default 8).")
+@click.option("--spares", type=click_type("spares"), default=None,
+              help="Hot-spare chips (default: always one at hand).")
 @click.option("--interval", default=None, help="Checkpoint interval (work time), e.g. 20min; default Young/Daly.")
-@click.option("--cv", type=float, default=None,
+@click.option("--cv", type=click_type("cv"), default=None,
               help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
@@ -53,11 +59,34 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
         _sweep(out, as_json, html, png)
         return
     result, g, sim = out.train, out.goodput, out.monte_carlo
+    if sim is None and (html or png):
+        raise FlopcastError(f"no report: the Monte-Carlo did not run ({out.monte_carlo_unavailable})")
     emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
     if as_json:
         echo_json(out.to_dict())
         return
+    if sim is None:
+        _print_closed_form(result, g, out.monte_carlo_unavailable)
+        return
     _print_one(result, g, sim)
+
+
+def _print_closed_form(result, g, why: str):
+    """The closed form alone, when the Monte-Carlo was not run (the run never finishes, or past its cap)."""
+    e = click.echo
+    e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
+      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+    e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; restart "
+      f"{fmt_duration(g.restart_total_s)} (relaunch + checkpoint load)")
+    if g.finishes:
+        e(f"expected time-to-train (closed form) {fmt_duration(g.expected_s)}; goodput {g.goodput:.1%}; "
+          f"{g.interruptions:,.0f} interruptions")
+        e(f"Monte-Carlo not run: {why}")
+    else:
+        e(f"expected time-to-train: {g.never_finishes_reason()}")
+        e("Monte-Carlo not run: a run that never finishes cannot be simulated")
+    e("")
+    _print_assumptions(g.assumptions, g)
 
 
 def _print_one(result, g, sim):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..limits import click_type
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
@@ -17,15 +18,16 @@ from .render import emit_report
 @click.argument("model", default=api.DEFAULT_MODEL)
 @click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True,
               help="Training system (e.g. trn2.48xlarge, p5.48xlarge) or a YAML/TOML file.")
-@click.option("--chips", "-n", type=int, help="Chips of the training job [default: as `flopcast train`: "
+@click.option("--chips", "-n", type=click_type("chips"),
+              help="Chips of the training job [default: as `flopcast train`: "
               "1,024 on trn2.48xlarge, else one node]. Scaling curves span 1/8x to 8x of it.")
 @click.option("--tokens", help="Training tokens (e.g. 300B, 1.5T); default 20 per parameter (Chinchilla).")
 @click.option("--serve-model", default=DEFAULT_SERVE_MODEL, show_default=True, help="Model of the serving figures.")
 @click.option("--serve-hardware", default=DEFAULT_SERVE_SYSTEM, show_default=True,
               help="System of the serving figures (e.g. trn2.48xlarge, inf2.48xlarge, p5.48xlarge, c8g.16xlarge).")
-@click.option("--serve-chips", type=int, default=DEFAULT_SERVE_CHIPS, show_default=True,
+@click.option("--serve-chips", type=click_type("chips"), default=DEFAULT_SERVE_CHIPS, show_default=True,
               help="Chips of one serving replica (tensor parallel over them).")
-@click.option("--requests", "n_requests", type=int, default=300, show_default=True,
+@click.option("--requests", "n_requests", type=click_type("requests"), default=300, show_default=True,
               help="Simulated requests per request rate of the serving curve.")
 @click.option("--sizes", help="Cluster sizes of the scaling, Pareto and goodput curves, chips, comma-separated "
               "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")

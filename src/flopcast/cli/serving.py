@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from ..limits import click_type
 from .. import api
 from ..units import GiB
 from .options import calibration_option, report_options
@@ -31,10 +32,11 @@ _common = [
     click.argument("model"),
     click.option("--hardware", "-H", required=True,
                  help="System or chip name, or a file (e.g. c8g.16xlarge, inf2.48xlarge, p5.48xlarge)."),
-    click.option("--chips", "-n", type=int, default=None,
+    click.option("--chips", "-n", type=click_type("chips"), default=None,
                  help="Chips (sockets for CPUs) in use; default: the instance's."),
-    click.option("--tp", type=int, default=None, help="Tensor-parallel degree in chips; default: all chips in use."),
-    click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use."),
+    click.option("--tp", type=click_type("tp"), default=None,
+                 help="Tensor-parallel degree in chips; default: all chips in use."),
+    click.option("--threads", type=click_type("threads"), default=None, help="CPU threads; default: all cores in use."),
     click.option("--weights", default=None,
                  help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
@@ -56,9 +58,11 @@ def _apply(fn):
 
 @click.command()
 @_apply
-@click.option("--batch", type=int, default=1, show_default=True, help="Concurrent sequences.")
-@click.option("--input-tokens", type=int, default=512, show_default=True, help="Prompt tokens per request.")
-@click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
+@click.option("--batch", type=click_type("max_batch"), default=1, show_default=True, help="Concurrent sequences.")
+@click.option("--input-tokens", type=click_type("input_tokens"), default=512, show_default=True,
+              help="Prompt tokens per request.")
+@click.option("--output-tokens", type=click_type("output_tokens"), default=128, show_default=True,
+              help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
@@ -102,12 +106,12 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
 
 @click.command()
 @_apply
-@click.option("--prefix-tokens", type=int, default=None,
+@click.option("--prefix-tokens", type=click_type("input_tokens"), default=None,
               help="Prefix caching: tokens at the start of every prompt shared and already cached (vLLM APC).")
-@click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
-@click.option("--requests", type=int, default=None,
-              help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as "
-                   "`compare --serve`)")
+@click.option("--qps", type=click_type("qps"), default=None, help="Poisson arrival rate, requests/s (not with --trace)")
+@click.option("--requests", type=click_type("requests"), default=None,
+              help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, "
+                   "as `compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
@@ -116,8 +120,10 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
               help="Batching: static, continuous or chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Time-to-first-token target.")
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Time-per-output-token target.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of arrivals and lengths.")
-@click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
+@click.option("--seed", type=click_type("seed"), default=0, show_default=True,
+              help="Random seed of arrivals and lengths.")
+@click.option("--replicas", type=click_type("replicas"), default=1, show_default=True,
+              help="Replicas behind the router.")
 @click.option("--router", default="least-loaded", show_default=True,
               help="Routing over replicas: least-loaded or round-robin.")
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")

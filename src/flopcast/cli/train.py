@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..limits import click_type
 from .. import api, emit
 from ..progress import Progress
 from .options import calibration_option, layout_from, layout_options, report_options
@@ -20,7 +21,8 @@ def _figures():
 @click.argument("model", default=api.DEFAULT_MODEL)
 @click.option("--hardware", "-H", default=api.DEFAULT_SYSTEM, show_default=True,
               help="System (e.g. trn2.48xlarge, p5.48xlarge, dgx-a100-80gb), a chip name, or a YAML/TOML file.")
-@click.option("--chips", "-n", type=int, help="Chips in the job [default: 64 trn2.48xlarge instances = 1,024 chips, "
+@click.option("--chips", "-n", type=click_type("chips"),
+              help="Chips in the job [default: 64 trn2.48xlarge instances = 1,024 chips, "
               "else one node].")
 @layout_options
 @click.option("--tokens", help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter). "

@@ -141,6 +141,8 @@ class TrainResult(Tabular):
         if self.system.price_per_hour is None:
             out["cost"] = f"no known price for {self.system.id}: " + str(
                 self.system.notes.get("price_per_hour", "not published"))
+        if self.expected is not None and not self.expected.finishes:
+            out["expected_time_to_train"] = self.expected.never_finishes_reason()
         return out
 
     def to_dict(self) -> dict:

@@ -10,7 +10,9 @@ import io
 import math
 from pathlib import Path
 
+from ..catalog import schema as _schema
 from ..errors import FlopcastError
+from ..limits import LIMITS
 from . import measured
 
 REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
@@ -98,6 +100,8 @@ def parse_number(col: str, value, whole: bool = False, minimum: float | None = N
     if minimum is not None and v < minimum:
         what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
         raise FlopcastError(f"{col} must be {what}, got {s}")
+    if col in COUNT_MAXIMUM and v > COUNT_MAXIMUM[col]:
+        raise FlopcastError(f"{col} {s} is out of range; valid: at most {COUNT_MAXIMUM[col]:,}")
     return v
 
 
@@ -118,6 +122,15 @@ COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
 ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
                 "mla_kv_lora_rank": 1}
 COUNT_COLUMNS.update(ARCH_COLUMNS)
+# and the most each may be: the bounds of the model schema (catalog/schema.py) and of the CLI (limits.py)
+COUNT_MAXIMUM = {"layers": _schema.LAYERS, "hidden": _schema.WIDTH, "heads": _schema.HEADS, "kv_heads": _schema.HEADS,
+                 "ffn_hidden": 2**24, "vocab": 2**24, "seq_len": _schema.TOKENS_PER_SEQ, "moe_experts": _schema.HEADS,
+                 "moe_topk": _schema.HEADS, "moe_expert_ffn": 2**24, "moe_shared_experts": _schema.HEADS,
+                 "moe_dense_layers": _schema.LAYERS, "moe_layer_freq": _schema.LAYERS, "mtp_layers": 64,
+                 "mla_kv_lora_rank": _schema.WIDTH,
+                 "vcpus": 10**6, "batch": int(LIMITS["max_batch"].high),
+                 **{c: int(LIMITS[c].high) for c in ("chips", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                                                     "global_batch", "threads", "input_tokens", "output_tokens")}}
 TEXT_REQUIRED = ("model", "hardware")
 
 

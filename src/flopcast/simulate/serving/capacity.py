@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...cost import inference as inf
+from ...errors import FlopcastError
 from .config import Scheduler, ServingConfig
 from .iteration import IterationCost
 from .requests import lengths, poisson_requests
@@ -15,6 +16,10 @@ from .simulation import simulate
 
 # Arrivals of a capacity run span this many SLO horizons (see find_capacity).
 SPAN_HORIZONS = 4.0
+# batch iterations one capacity search simulates in all (~4 us each: ~15 s); lenient targets at high rates
+# would otherwise run 33 rates x 50,000 requests; a search that needs more stops with a message (never a
+# silently low answer). Measured: llama3-8b on p5.48xlarge at TTFT 20 s / TPOT 1 s takes 1.2M iterations.
+CAPACITY_BUDGET = 3_500_000
 
 
 def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
@@ -33,11 +38,20 @@ def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 4
     out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
     horizon = span_horizons * (config.slo_ttft_s + out_median * config.slo_tpot_s)
 
+    budget = [CAPACITY_BUDGET]  # batch iterations left to simulate over the whole search (bounded work)
+
     def run(q):
         rng = np.random.default_rng(seed)
         n = int(min(max(requests, math.ceil(q * horizon)), max(requests, max_requests)))
+        if budget[0] <= 0:
+            raise FlopcastError(f"the capacity search at these targets (TTFT {config.slo_ttft_s:g} s, TPOT "
+                                f"{config.slo_tpot_s:g} s) needs more than {CAPACITY_BUDGET:,} simulated batch "
+                                "iterations (each rate runs for several SLO horizons); use tighter --slo-ttft / "
+                                "--slo-tpot or simulate one --qps")
         reqs = poisson_requests(q, rng, n=n, input_tokens=input_tokens, output_tokens=output_tokens)
-        return simulate(d, reqs, config, seed=seed, cost=cost)
+        out = simulate(d, reqs, config, seed=seed, cost=cost)
+        budget[0] -= out.iterations
+        return out
 
     cost = IterationCost.of(d, max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED
                                    else config.max_batched_tokens, config.max_seqs) + 1)

@@ -22,27 +22,37 @@ class Requests:
         return len(self.arrival_s)
 
 
+MAX_TOKENS_PER_REQUEST = 2**27  # flopcast.limits' input/output token bound
+MAX_SIGMA = 10.0  # a lognormal sigma past this spreads lengths over more than 8 orders of magnitude
+MAX_REQUESTS = 10**7  # flopcast.limits' request bound; a duration x rate past it is refused
+
+
 def lengths(spec: str | int, n: int, rng: np.random.Generator, option: str = "--input-tokens") -> np.ndarray:
     """Token lengths: a fixed number, 'uniform:LO:HI' (inclusive) or 'lognormal:MEAN:SIGMA'
-    (MEAN the distribution's mean in tokens, SIGMA the underlying normal's sigma)."""
+    (MEAN the distribution's mean in tokens, SIGMA the underlying normal's sigma); every length at most
+    MAX_TOKENS_PER_REQUEST (lognormal draws are clipped to it)."""
     text = str(spec).strip().lower()
     parts = text.split(":")
+    top = MAX_TOKENS_PER_REQUEST
     try:
-        if len(parts) == 1:
-            v = int(float(parts[0]))
-            if v < 0:
-                raise ValueError
-            return np.full(n, v, dtype=np.int64)
-        kind, a, b = parts[0], float(parts[1]), float(parts[2])
-    except (ValueError, IndexError):
-        raise FlopcastError(f"{option} {spec!r}: give a token count, 'uniform:LO:HI' or "
-                            f"'lognormal:MEAN:SIGMA'") from None
-    if kind == "uniform" and 0 <= a <= b:
+        values = [float(x) for x in parts[len(parts) > 1:]]
+        if not all(math.isfinite(v) for v in values) or len(parts) not in (1, 3):
+            raise ValueError
+    except ValueError:
+        raise FlopcastError(f"{option} {spec!r}: give a token count, 'uniform:LO:HI' or 'lognormal:MEAN:SIGMA' "
+                            f"(finite numbers)") from None
+    if len(parts) == 1:
+        if not 0 <= values[0] <= top:
+            raise FlopcastError(f"{option} {spec!r} is out of range; valid: 0 to {top:,} tokens")
+        return np.full(n, int(values[0]), dtype=np.int64)
+    kind, (a, b) = parts[0], values
+    if kind == "uniform" and 0 <= a <= b <= top:
         return rng.integers(int(a), int(b) + 1, size=n)
-    if kind == "lognormal" and a > 0 and b >= 0:
+    if kind == "lognormal" and 0 < a <= top and 0 <= b <= MAX_SIGMA:
         mu = math.log(a) - b * b / 2.0  # E[X] = exp(mu + sigma^2/2)
-        return np.maximum(1, np.round(rng.lognormal(mu, b, size=n))).astype(np.int64)
-    raise FlopcastError(f"{option} {spec!r}: uniform needs 0 <= LO <= HI, lognormal MEAN > 0 and SIGMA >= 0")
+        return np.clip(np.round(rng.lognormal(mu, b, size=n)), 1, top).astype(np.int64)
+    raise FlopcastError(f"{option} {spec!r}: uniform needs 0 <= LO <= HI <= {top:,}, lognormal 0 < MEAN <= {top:,} "
+                        f"and 0 <= SIGMA <= {MAX_SIGMA:g}")
 
 
 def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = None, duration_s: float | None = None,
@@ -53,7 +63,12 @@ def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = No
     if n is None:
         if duration_s is None or duration_s <= 0:
             raise FlopcastError("give --requests N (N >= 1) or --duration S (S > 0)")
+        if qps * duration_s > MAX_REQUESTS:
+            raise FlopcastError(f"--duration {duration_s:g} s at --qps {qps:g} would draw about {qps * duration_s:.3g} "
+                                f"requests; valid: at most {MAX_REQUESTS:,} (a shorter duration or a lower rate)")
         n = int(rng.poisson(qps * duration_s)) + 1
+    if n > MAX_REQUESTS:
+        raise FlopcastError(f"--requests {n:,} is out of range; valid: 1 to {MAX_REQUESTS:,}")
     if n < 1:
         raise FlopcastError(f"--requests must be at least 1, got {n}")
     gaps = rng.exponential(1.0 / qps, size=n)
@@ -67,17 +82,53 @@ def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = No
                     np.maximum(1, lengths(output_tokens, n, rng, "--output-tokens")))
 
 
+def _trace_column(rows, key: str, path, low: float, high: float, whole: bool) -> np.ndarray:
+    """One column of a trace as numbers, each finite and in [low, high]; a one-line error naming the row."""
+    out = np.empty(len(rows), dtype=np.int64 if whole else float)
+    for n, r in enumerate(rows, start=2):  # row 1 is the header
+        cell = r.get(key)
+        cell = cell.strip() if isinstance(cell, str) else ""  # a short row leaves its last cells missing
+        if not cell:
+            raise FlopcastError(f"--trace {path}: row {n}: {key} is missing; every row has arrival_s, input_tokens "
+                                "and output_tokens")
+        try:
+            v = float(cell)
+        except ValueError:
+            raise FlopcastError(f"--trace {path}: row {n}: {key} {cell!r} is not a number") from None
+        if not (math.isfinite(v) and low <= v <= high and (not whole or v.is_integer())):
+            kind = "a whole number" if whole else "a number"
+            raise FlopcastError(f"--trace {path}: row {n}: {key} {cell!r} is out of range; valid: {kind} from "
+                                f"{low:g} to {high:g}")
+        out[n - 2] = v
+    return out
+
+
+def _trace_rows(p: Path) -> tuple[list[str], list[dict]]:
+    """(header, rows) of a trace file; one-line errors for a missing, unreadable, oversized or non-CSV file."""
+    if not p.exists():
+        raise FlopcastError(f"--trace {p} does not exist")
+    if p.is_dir():
+        raise FlopcastError(f"--trace {p} is a folder, not a CSV file")
+    try:
+        if p.stat().st_size > 64 * MAX_REQUESTS:
+            raise FlopcastError(f"--trace {p} is {p.stat().st_size:,} bytes; valid: at most {64 * MAX_REQUESTS:,}")
+        reader = csv.DictReader(p.read_text(encoding="utf-8-sig").splitlines())
+        header = [(h or "").strip() for h in reader.fieldnames or []]
+        rows = [{(k or "").strip(): v for k, v in r.items()} for r in reader]
+    except UnicodeDecodeError:
+        raise FlopcastError(f"--trace {p} is not a UTF-8 text CSV") from None
+    except OSError as exc:
+        raise FlopcastError(f"--trace: cannot read {p}: {exc.strerror or exc}") from None
+    except csv.Error as exc:
+        raise FlopcastError(f"--trace {p} is not a readable CSV: {exc}") from None
+    return header, rows
+
+
 def read_trace(path, notes: list | None = None) -> Requests:
-    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required).
+    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required), at most MAX_REQUESTS rows.
 
     Rows out of arrival order are sorted; `notes`, when given, gets one line saying how many were."""
-    p = Path(path)
-    if not p.exists():
-        raise FlopcastError(f"--trace {path} does not exist")
-    with p.open(newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-        header = [h.strip() for h in (reader.fieldnames or [])]
+    header, rows = _trace_rows(Path(path))
     need = ("arrival_s", "input_tokens", "output_tokens")
     missing = [k for k in need if k not in header]
     if missing:
@@ -85,15 +136,11 @@ def read_trace(path, notes: list | None = None) -> Requests:
                             f"{', '.join(need)}")
     if not rows:
         raise FlopcastError(f"--trace {path} has no rows (only a header)")
-    rows = [{(k or "").strip(): v for k, v in r.items()} for r in rows]
-    try:
-        a = np.array([float(r["arrival_s"]) for r in rows])
-        i = np.array([int(float(r["input_tokens"])) for r in rows])
-        o = np.array([int(float(r["output_tokens"])) for r in rows])
-    except ValueError:
-        raise FlopcastError(f"--trace {path}: arrival_s must be a number and token counts integers") from None
-    if (a < 0).any() or (i < 0).any() or (o < 1).any():
-        raise FlopcastError(f"--trace {path}: arrival_s >= 0, input_tokens >= 0, output_tokens >= 1")
+    if len(rows) > MAX_REQUESTS:
+        raise FlopcastError(f"--trace {path} has {len(rows):,} rows; valid: at most {MAX_REQUESTS:,}")
+    a = _trace_column(rows, "arrival_s", path, 0, 1e10, whole=False)
+    i = _trace_column(rows, "input_tokens", path, 0, MAX_TOKENS_PER_REQUEST, whole=True)
+    o = _trace_column(rows, "output_tokens", path, 1, MAX_TOKENS_PER_REQUEST, whole=True)
     # arrivals out of order are sorted (a trace may be merged from several sources), and counted
     order = np.argsort(a, kind="stable")
     moved = int((order != np.arange(len(a))).sum())
