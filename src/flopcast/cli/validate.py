@@ -196,6 +196,29 @@ def training_report(rows, summary) -> str:
     return "\n".join(out)
 
 
+def _intervals(file, rows, task: str, write_to) -> dict:
+    from ..validate import uncertainty as vu
+
+    info = vu.from_cross_validation(file, rows, task, write_to)
+    if write_to and info:
+        click.echo(f"wrote {task} intervals to {write_to}", err=True)
+    return info
+
+
+def interval_lines(info: dict) -> list[str]:
+    """The coverage line and one line per kind's width."""
+    if not info:
+        return []
+    c = info["coverage"]
+    lvl = f"{round(100 * c['level'])}%"
+    out = [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * (c['coverage'] or 0):.0f}%; "
+           "each row's interval fitted on the other sources' cross-validated errors)"]
+    for k, e in info["kinds"].items():
+        out.append(f"  {k:<22} throughput x{e['speed_factor_low']:.2f} to x{e['speed_factor_high']:.2f} "
+                   f"({e['residuals']} residuals{'; ' + e['pooled'] if e['pooled'] else ''})")
+    return out
+
+
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
@@ -203,7 +226,10 @@ def training_report(rows, summary) -> str:
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
-def validate(file, as_json, out, cross_validate):
+@click.option("--write-intervals", type=click.Path(dir_okay=False),
+              help="With --cross-validate: write the prediction intervals per kind of forecast fitted on these "
+                   "residuals to this file (flopcast ships src/flopcast/catalog/data/uncertainty.yaml).")
+def validate(file, as_json, out, cross_validate, write_intervals):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
@@ -211,13 +237,20 @@ def validate(file, as_json, out, cross_validate):
     schema = _schema(file)
     if out:
         _prepare_out(out, file)
+    if write_intervals:
+        if not cross_validate:
+            raise FlopcastError("--write-intervals needs --cross-validate (intervals come from out-of-sample errors)")
+        _prepare_out(write_intervals, file)
     if schema == "serving":
         from ..validate.inference import cross_validate_inference, validate_inference
 
         result = cross_validate_inference(file) if cross_validate else validate_inference(file)
+        if cross_validate:
+            result["summary"]["intervals"] = _intervals(file, result["rows"], "serving", write_intervals)
         if out:
             _write_csv(out, SERVING_OUT, _serving_out_rows(result["rows"]), "figure")
-        click.echo(to_json(result) if as_json else serving_report(result))
+        text = "\n".join([serving_report(result), *interval_lines(result["summary"].get("intervals"))])
+        click.echo(to_json(result) if as_json else text)
         return
     if cross_validate:
         from ..validate import calibrate as cb
@@ -227,7 +260,7 @@ def validate(file, as_json, out, cross_validate):
             res = cb.cross_validate(file, progress=bar.update)
         rows, summary = res["rows"], res["summary"]
         summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it",
-                   "fold_parameters": res["folds"]}
+                   "fold_parameters": res["folds"], "intervals": _intervals(file, rows, "training", write_intervals)}
     else:
         cal = catalog.calibration()
         rows = vt.run_validation(file, cal)
@@ -237,7 +270,7 @@ def validate(file, as_json, out, cross_validate):
     if as_json:
         click.echo(to_json({"rows": [r.to_dict() for r in rows], "summary": summary}))
     else:
-        click.echo(training_report(rows, summary))
+        click.echo("\n".join([training_report(rows, summary), *interval_lines(summary.get("intervals"))]))
 
 
 @click.command()

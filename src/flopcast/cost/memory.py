@@ -28,7 +28,8 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
-def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False):
+def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False,
+                           quantized_bytes=1.0):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
 
     s is the sequence chunk on this chip (seq / cp), b the micro-batch, t the tp degree.
@@ -39,6 +40,7 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     precision training / Performance considerations / Memory usage"): the QKV input, the dense MLP's
     input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
     router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
+    quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
@@ -62,7 +64,7 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         fp8_replicated = 2 * h
         fp8_sharded = m.attn_out_dim + m.ffn_hidden
     if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
-        one_byte = np.where(fp8, ACT_BYTES - 1.0, 0.0)
+        one_byte = np.where(fp8, ACT_BYTES - quantized_bytes, 0.0)
         replicated_bytes = replicated_bytes - one_byte * fp8_replicated
         sharded_bytes = sharded_bytes - one_byte * fp8_sharded
     per_token = np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)

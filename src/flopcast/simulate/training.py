@@ -46,17 +46,33 @@ OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B)
 
 
 
+# Share of the linear-layer GEMM FLOPs a 4-bit recipe keeps in BF16: NVIDIA's NVFP4 pretraining recipe runs
+# the forward, data-gradient and weight-gradient GEMMs of the linear layers in FP4 except about 16% of them
+# (the 12B model's first two and last eight blocks), and keeps embeddings, the output head, attention and
+# norms in BF16 (arXiv:2509.25149, sec. 4.1 "Linear layers in higher precision"); its MXFP4 comparison
+# uses the same recipe. FP8 (Transformer Engine) and INT8 (AQT) recipes quantize every linear layer.
+FP4_BF16_GEMM_SHARE = 0.16
+QUANTIZED_CODES = np.array(sorted(d for d in Dtype if d.quantized))
+GEMM_BYTES = np.array([d.gemm_bytes for d in Dtype])
+
+
 def _peaks(chip, dtypes: np.ndarray):
-    """(GEMM peak, attention/elementwise peak) per layout; NaN where the chip lacks the dtype."""
+    """(nominal GEMM peak, effective GEMM peak, attention/elementwise peak) per layout; NaN where the chip
+    lacks the dtype. The effective peak of a 4-bit recipe mixes in BF16 for FP4_BF16_GEMM_SHARE of the
+    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by."""
     table = np.full(len(Dtype), np.nan)
     for d in Dtype:
         try:
             table[d] = chip.peak(d)
         except ValueError:
             pass
-    gemm = table[dtypes]
-    attn = table[np.where(dtypes == Dtype.FP8, Dtype.BF16, dtypes)]
-    return gemm, attn
+    nominal = table[dtypes]
+    fp4 = (dtypes == Dtype.NVFP4) | (dtypes == Dtype.MXFP4)
+    bf16 = table[Dtype.BF16]
+    mixed = 1.0 / ((1.0 - FP4_BF16_GEMM_SHARE) / nominal + FP4_BF16_GEMM_SHARE / bf16)
+    gemm = np.where(fp4, mixed, nominal)
+    attn = table[np.where(np.isin(dtypes, QUANTIZED_CODES), Dtype.BF16, dtypes)]
+    return nominal, gemm, attn
 
 
 @dataclass(frozen=True)
@@ -233,9 +249,12 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     s, h, L = model.seq_len, model.hidden, model.layers
     m = gb / (dp * b)
     T = b * s / cp
-    peak_gemm, peak_attn = _peaks(chip, dtype)
-    gemm_eff = np.where(dtype == Dtype.FP8, fam.gemm_fp8, fam.gemm)
-    operand_bytes = np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0))
+    peak_nominal, peak_gemm, peak_attn = _peaks(chip, dtype)
+    quantized = np.isin(dtype, QUANTIZED_CODES)
+    # every narrow GEMM format takes the family's fitted low-precision (FP8) GEMM efficiency: no FP4 or INT8
+    # training run is in the calibration data
+    gemm_eff = np.where(quantized, fam.gemm_fp8, fam.gemm)
+    operand_bytes = GEMM_BYTES[dtype]
     x = dict(tp=tp, cp=cp, ep=ep, b=b, sp=sp, T=T, peak_gemm=peak_gemm, peak_attn=peak_attn,
              gemm_eff=gemm_eff, operand_bytes=operand_bytes)
 
@@ -368,11 +387,12 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     # memory per chip
     weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, sharding,
                                                dtype_weight_bytes=np.where(dtype <= Dtype.TF32, 4.0, 2.0))
-    fp8 = dtype == Dtype.FP8
+    fp8 = quantized
 
     def act(rc):
         return sum(c * memory.layer_activation_bytes(model, s / cp, b, tp, sp=sp, recompute=rc, moe_layer=is_moe,
-                                                     flash=software.flash_attention, fp8=fp8)
+                                                     flash=software.flash_attention, fp8=fp8,
+                                                     quantized_bytes=operand_bytes)
                    for c, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(pp, v, m, schedule)
@@ -381,11 +401,12 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     last = stage_layers_max * act_layer + working + memory.logits_bytes(T, model.vocab, tp)
     activations = np.where(pp > 1, np.maximum(first, last), first + memory.logits_bytes(T, model.vocab, tp))
     gathered = np.where(sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
-    # FP8: the GEMMs read a one-byte quantized copy of the 16-bit weights, kept across micro-batches
-    # (Transformer Engine documentation, "Low precision training / Performance considerations / Memory usage")
+    # FP8 (and INT8, FP4): the GEMMs read a quantized copy of the 16-bit weights (scales included), kept across
+    # micro-batches (Transformer Engine documentation, "Low precision training / Performance considerations /
+    # Memory usage")
     other = reserve_bytes + gathered
     if fp8.any():
-        other = other + np.where(fp8, (weights + gathered) / memory.WEIGHT_BYTES, 0.0)
+        other = other + np.where(fp8, (weights + gathered) / memory.WEIGHT_BYTES * operand_bytes, 0.0)
     mem = {"weights": weights, "grads": grads, "optimizer": optim, "activations": activations, "other": other}
     mem_total = sum(mem.values())
 
@@ -405,10 +426,10 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
         tokens_per_s=tokens / step,
         tokens_per_s_per_chip=tokens / step / chips,
         model_flops_per_s_per_chip=model_flops_rate,
-        mfu=model_flops_rate / peak_gemm,
-        hfu=tokens * (flops_per_token + rec_flops_token) / step / chips / peak_gemm,
+        mfu=model_flops_rate / peak_nominal,
+        hfu=tokens * (flops_per_token + rec_flops_token) / step / chips / peak_nominal,
         chips=chips,
-        peak_flops=peak_gemm,
+        peak_flops=peak_nominal,
     )
 
 

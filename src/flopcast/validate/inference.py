@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import catalog
 from ..cost import inference as inf
+from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
@@ -180,7 +181,8 @@ def _compare(rows, efficiency_table=None) -> list[dict]:
             p = figures[metric]
             out.append({**base, "metric": metric, "status": "ok", "reason": "", "predicted": p,
                         "measured": value, "error_pct": 100.0 * (p - value) / value,
-                        "engine_family": d.family, "assumed": assumed})
+                        "engine_family": d.family, "chip": d.system.chip.id, "moe": bool(d.model.moe),
+                        "assumed": assumed})
     return out
 
 
@@ -321,5 +323,22 @@ def cross_validate_inference(path) -> dict:
         train = [r for r in rows if r["source"] != src]
         held = [r for r in rows if r["source"] == src]
         table = fit_families(train)
-        out.extend(_compare(held, table))
+        seen = _chips_per_family(train)
+        for r in _compare(held, table):
+            if r["status"] == "ok":
+                # the kind of forecast this fold made: whether its fit saw the row's chip or engine family
+                fam = r.get("engine_family")
+                r["kind"] = serving_kind(r["chip"], fam if fam in table else None, seen, r.get("moe", False))
+            out.append(r)
     return {"rows": out, "summary": summarize(out)}
+
+
+def _chips_per_family(rows) -> dict:
+    out: dict[str, set] = {}
+    for row in rows:
+        try:
+            d = configure(row, {})[0]
+        except (FlopcastError, KeyError, ValueError):
+            continue
+        out.setdefault(d.family, set()).add(d.system.chip.id)
+    return out

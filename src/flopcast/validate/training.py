@@ -390,6 +390,7 @@ class RowResult:
     chosen: tuple = ()
     predicted: float | None = None
     measured: float | None = None
+    kind: str = ""  # the kind of forecast (cost/uncertainty.py), set by cross-validation
 
     @property
     def error_pct(self) -> float | None:
@@ -403,6 +404,7 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
+            **({"kind": self.kind} if self.kind else {}),
         }
 
 

@@ -1,0 +1,106 @@
+"""Prediction intervals: the conformal bounds, pooling and nesting, honest coverage, the keys they add."""
+
+import math
+
+import pytest
+
+from flopcast import api
+from flopcast.cost import uncertainty as cu
+from flopcast.cost.uncertainty import Basis, Interval, Task, kind_key
+from flopcast.validate import uncertainty as vu
+
+
+def _res(kind, values, source="s"):
+    return [vu.Residual(f"{source}{i}", source, kind, v) for i, v in enumerate(values)]
+
+
+def test_bounds_are_the_conformal_order_statistics():
+    # n = 9, level 0.8: k = ceil(10 x 0.9) = 9 -> the largest; from below the 1st -> the smallest
+    vals = [0.05 * i for i in range(-4, 5)]
+    assert vu.bounds(vals, 0.8) == (pytest.approx(-0.2), pytest.approx(0.2))
+    # n = 19: k = ceil(20 x 0.9) = 18 -> the second largest and the second smallest
+    vals = list(range(19))
+    assert vu.bounds(vals, 0.8) == (1.0, 17.0)
+    # few values: never narrower than the data
+    assert vu.bounds([0.1, -0.3], 0.8) == (-0.3, 0.1)
+
+
+def test_few_residuals_pool_with_the_broader_kind_and_keep_their_own_extremes():
+    own = kind_key(Task.TRAINING, Basis.OWN, False)
+    unseen = kind_key(Task.TRAINING, Basis.UNSEEN, False)
+    rs = _res(own, [0.01 * i for i in range(-10, 11)]) + _res(unseen, [-0.6, 0.3], "t")
+    table = vu.fit(rs, Task.TRAINING)
+    assert table[own]["pooled"] == ""
+    u = table[unseen]
+    assert u["own_residuals"] == 2 and "pooled" in u["pooled"]
+    assert u["log_error_low"] <= -0.6 and u["log_error_high"] >= 0.3  # its own misses stay inside
+    # nesting: unseen contains family contains own
+    fam = table[kind_key(Task.TRAINING, Basis.FAMILY, False)]
+    for wide, narrow in ((u, fam), (fam, table[own])):
+        assert wide["log_error_low"] <= narrow["log_error_low"] and wide["log_error_high"] >= narrow["log_error_high"]
+    # every kind of the task gets an interval, MoE ones pooled from dense where MoE has none
+    assert set(table) == {kind_key(Task.TRAINING, b, m) for b in Basis for m in (False, True)}
+
+
+def test_coverage_never_uses_the_scored_source():
+    """A source whose errors are far from everyone else's is not covered: its own residuals would cover it."""
+    kind = kind_key(Task.TRAINING, Basis.OWN, False)
+    rs = []
+    for s in range(6):
+        rs += _res(kind, [0.02 * ((i + s) % 5 - 2) for i in range(5)], f"src{s}")
+    rs += _res(kind, [0.9, 0.95, 1.0], "outlier")
+    cov = vu.coverage(rs, Task.TRAINING)
+    assert cov["n"] == len(rs)
+    # the outlier source's three rows lie outside the interval fitted on the other sources
+    out = vu.fit([r for r in rs if r.source != "outlier"], Task.TRAINING)[kind]
+    assert all(r.log_error > out["log_error_high"] for r in rs if r.source == "outlier")
+    assert cov["covered"] <= cov["n"] - 3
+    # whereas the interval fitted on every source (in sample) reaches them: scoring in sample would flatter
+    inside = vu.fit(rs, Task.TRAINING)[kind]
+    in_sample = sum(inside["log_error_low"] <= r.log_error <= inside["log_error_high"] for r in rs)
+    assert in_sample > cov["covered"]
+
+
+def test_interval_factors_apply_to_speeds_and_times():
+    i = Interval(0.8, 0.8, 1.25, "training/own/dense", 10)
+    assert i.speed(100.0) == (80.0, 125.0)
+    assert i.time(10.0) == (8.0, 12.5)
+    table = {"training": {"level": 0.8, "kinds": {"training/own/dense": {
+        "log_error_low": -math.log(1.25), "log_error_high": -math.log(0.8), "residuals": 10}}}}
+    got = cu.interval_for("training/own/dense", table)
+    assert got.low == pytest.approx(0.8) and got.high == pytest.approx(1.25)
+    assert cu.interval_for("training/unseen/moe", table) is None
+
+
+def test_train_json_has_low_and_high_next_to_each_headline_key():
+    r = api.train("gpt3-175b", hardware="dgx-a100-80gb", chips=1024, tp=8, pp=16, micro_batch=1,
+                  global_batch=1536, recompute="full", tokens=3e11)
+    assert r.interval is not None, "uncertainty.yaml ships a training section"
+    assert r.interval.kind == "training/own/dense"  # A100 has its own runs in the calibration
+    d = r.to_dict()
+    keys = list(d)
+    for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "mfu", "time_to_train_s",
+              "expected_time_to_train_s", "chip_hours", "energy_kwh"):
+        assert keys[keys.index(k) + 1] == f"{k}_low" and keys[keys.index(k) + 2] == f"{k}_high"
+        assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"]
+    assert d["step_time_s_low"] == pytest.approx(d["step_time_s"] / r.interval.high)
+    assert d["interval"]["kind"] == "training/own/dense"
+
+
+def test_unseen_chip_is_not_surer_than_a_calibrated_one():
+    own = api.train("llama3-8b", hardware="p5.48xlarge", chips=64, tp=1, pp=1, micro_batch=1, global_batch=64)
+    unseen = api.train("llama3-8b", hardware="tpu-v5p-pod", chips=64, tp=1, pp=1, micro_batch=1, global_batch=64)
+    assert unseen.interval.kind.startswith("training/unseen")
+    width = lambda r: r.interval.high / r.interval.low
+    assert width(unseen) >= width(own)
+
+
+def test_serving_result_carries_intervals():
+    from flopcast import catalog
+    from flopcast.cost import inference as inf
+
+    d = inf.deployment(catalog.load_model("llama3-8b"), catalog.system_for("p5.48xlarge"))
+    r = inf.predict(d, 4, 512, 128).to_dict()
+    assert r["interval"] is not None
+    for k in ("ttft_s", "tpot_s", "decode_tokens_per_s_per_stream", "output_tokens_per_s_total"):
+        assert r[f"{k}_low"] <= r[k] <= r[f"{k}_high"]
