@@ -104,3 +104,35 @@ def test_serving_result_carries_intervals():
     assert r["interval"] is not None
     for k in ("ttft_s", "tpot_s", "decode_tokens_per_s_per_stream", "output_tokens_per_s_total"):
         assert r[f"{k}_low"] <= r[k] <= r[f"{k}_high"]
+
+
+def test_unseen_family_interval_is_symmetric_in_log_space():
+    own = kind_key(Task.TRAINING, Basis.OWN, False)
+    unseen = kind_key(Task.TRAINING, Basis.UNSEEN, False)
+    rs = _res(own, [0.01 * i for i in range(-10, 11)]) + _res(unseen, [0.7, 0.65], "t")  # it ran slower only
+    u = vu.fit(rs, Task.TRAINING)[unseen]
+    assert u["log_error_low"] == pytest.approx(-u["log_error_high"]) and u["log_error_high"] >= 0.7
+
+
+def test_shipped_coverage_leaves_out_rows_the_calibration_was_fitted_on():
+    kind = kind_key(Task.TRAINING, Basis.OWN, False)
+    rows = [type("R", (), dict(run_id=str(i), source="new", kind=kind, predicted=100.0, measured=m, status="ok"))()
+            for i, m in enumerate([100.0, 104.0, 300.0])]
+    prov = {"data_file": "mine.csv", "rows": ["0"]}
+    cov = vu.shipped_coverage("mine.csv", rows, "training", prov)
+    assert cov["excluded"] == 1 and cov["n"] == 2
+    assert cov["covered"] == 1  # 104 lies inside the own-chip interval, 300 (3x faster) outside
+    assert vu.shipped_coverage("other.csv", rows, "training", prov)["n"] == 3
+
+
+def test_shipped_intervals_cover_every_kind_nested_with_provenance():
+    table = cu._table()
+    for task in Task:
+        sec = table[task.value]
+        assert sec["provenance"]["command"].startswith("flopcast validate ")
+        assert sec["provenance"]["n_residuals"] == sec["coverage"]["n"] > 0
+        assert 0 < sec["coverage"]["coverage"] <= 1
+        for moe in (False, True):
+            widths = [cu.interval_for(kind_key(task, b, moe)) for b in Basis]
+            for narrow, wide in zip(widths, widths[1:]):
+                assert wide.low <= narrow.low <= 1.0 <= narrow.high <= wide.high

@@ -88,14 +88,20 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
         echo_json(out)
         return
     mem = r.memory_bytes
+    b = r.bounds()
+
+    def within(key, show):
+        return f"  ({r.interval.label}: {show(b[key][0])} to {show(b[key][1])})" if key in b else ""
+
     lines = [
         f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
         + (f", {d.threads} threads" if d.threads else "") + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
         f"engine family {d.family}",
         f"batch {batch}, {input_tokens} input tokens, {output_tokens} output tokens",
-        f"  time to first token      {_ms(r.ttft_s)}",
-        f"  time per output token    {_ms(r.tpot_s)}",
-        f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s",
+        f"  time to first token      {_ms(r.ttft_s)}{within('ttft_s', _ms)}",
+        f"  time per output token    {_ms(r.tpot_s)}{within('tpot_s', _ms)}",
+        f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s"
+        f"{within('decode_tokens_per_s_per_stream', lambda v: f'{v:.1f}')}",
         f"  decode total             {r.output_tokens_per_s_total * d.replicas:.1f} tokens/s ({d.replicas} replica(s))",
         f"  prefill                  {r.prefill_tokens_per_s:.0f} tokens/s (compute; TTFT adds "
         f"{d.efficiency.request_overhead_s * 1e3:.1f} ms per request of engine overhead)",
@@ -105,10 +111,14 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
         + ("" if r.fits else "  (DOES NOT FIT)"),
         f"  largest batch that fits  {r.max_batch} sequences at {input_tokens + output_tokens} tokens",
         "  cost per million output tokens  "
-        + (_money(r.cost_per_million_output_tokens_usd) if r.fits else "n/a (the deployment does not fit in memory)"),
+        + (_money(r.cost_per_million_output_tokens_usd) + within("cost_per_million_output_tokens_usd", _money)
+           if r.fits else "n/a (the deployment does not fit in memory)"),
         "  decode step: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in r.decode_breakdown_s.items() if v > 0),
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
+    if r.interval is not None:
+        lines.append(f"  - {r.interval.label} prediction interval of a {r.interval.kind} forecast from {r.interval.residuals} "
+                     "leave-one-source-out errors (uncertainty.yaml)")
     click.echo("\n".join(lines))
 
 
@@ -202,5 +212,8 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, {res.makespan_s:.1f} s",
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
+    if r.interval is not None:
+        lines.append(f"  - {r.interval.label} prediction interval of a {r.interval.kind} forecast from {r.interval.residuals} "
+                     "leave-one-source-out errors (uncertainty.yaml)")
     click.echo("\n".join(lines))
 

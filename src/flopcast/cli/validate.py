@@ -211,12 +211,23 @@ def interval_lines(info: dict) -> list[str]:
         return []
     c = info["coverage"]
     lvl = f"{round(100 * c['level'])}%"
+    if "excluded" in c:  # the shipped intervals on this file
+        if not c["n"]:
+            return [f"{lvl} intervals: no row to score honestly ({c['excluded']} fitted the calibration or the intervals)"]
+        return [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * c['coverage']:.0f}%; "
+                f"shipped intervals, {c['excluded']} rows they or the calibration were fitted on left out)"]
     out = [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * (c['coverage'] or 0):.0f}%; "
            "each row's interval fitted on the other sources' cross-validated errors)"]
     for k, e in info["kinds"].items():
         out.append(f"  {k:<22} throughput x{e['speed_factor_low']:.2f} to x{e['speed_factor_high']:.2f} "
                    f"({e['residuals']} residuals{'; ' + e['pooled'] if e['pooled'] else ''})")
     return out
+
+
+def _shipped(file, rows, task: str, provenance: dict) -> dict:
+    from ..validate import uncertainty as vu
+
+    return {"coverage": vu.shipped_coverage(file, rows, task, provenance)}
 
 
 @click.command()
@@ -247,6 +258,11 @@ def validate(file, as_json, out, cross_validate, write_intervals):
         result = cross_validate_inference(file) if cross_validate else validate_inference(file)
         if cross_validate:
             result["summary"]["intervals"] = _intervals(file, result["rows"], "serving", write_intervals)
+        else:
+            from ..cost.inference.engines import _inference_calibration_file
+
+            prov = _inference_calibration_file().get("provenance") or {}
+            result["summary"]["intervals"] = _shipped(file, result["rows"], "serving", prov)
         if out:
             _write_csv(out, SERVING_OUT, _serving_out_rows(result["rows"]), "figure")
         text = "\n".join([serving_report(result), *interval_lines(result["summary"].get("intervals"))])
@@ -264,7 +280,7 @@ def validate(file, as_json, out, cross_validate, write_intervals):
     else:
         cal = catalog.calibration()
         rows = vt.run_validation(file, cal)
-        summary = vt.summarize(rows)
+        summary = {**vt.summarize(rows), "intervals": _shipped(file, rows, "training", cal.provenance)}
     if out:
         _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in rows], "row")
     if as_json:

@@ -103,11 +103,16 @@ def interval_for(kind: str, table: dict | None = None) -> Interval | None:
                     kind, int(entry.get("residuals", 0)), str(entry.get("pooled", "")))
 
 
-def training_interval(calibration, chip, moe: bool, table: dict | None = None) -> Interval | None:
-    """The interval of a training forecast on `chip` with the calibration whose provenance names its rows."""
+def training_kind(calibration, chip, moe: bool) -> str:
+    """The kind of a training forecast on `chip` with the calibration whose provenance names its rows."""
     prov = calibration.provenance or {}
     basis = basis_of(chip.id, chip.family, prov.get("rows_per_chip") or {}, prov.get("chips_per_family") or {})
-    return interval_for(kind_key(Task.TRAINING, basis, moe), table)
+    return kind_key(Task.TRAINING, basis, moe)
+
+
+def training_interval(calibration, chip, moe: bool, table: dict | None = None) -> Interval | None:
+    """The interval of a training forecast on `chip`."""
+    return interval_for(training_kind(calibration, chip, moe), table)
 
 
 def serving_interval(chip_id: str, family: str, hardware_per_family: dict, moe: bool,

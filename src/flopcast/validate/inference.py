@@ -228,6 +228,11 @@ def validate_inference(path, calibration=None) -> dict:
     calibration: None (the shipped inference_calibration.yaml), a path to one, or a
     dict family -> EngineEfficiency."""
     rows = _compare(_read(path), _table(calibration))
+    if calibration is None:  # the shipped calibration: each figure's kind of forecast, for its interval
+        fitted = inf.calibration_hardware()
+        for r in rows:
+            if r["status"] == "ok":
+                r["kind"] = serving_kind(r["chip"], r["engine_family"], fitted, r.get("moe", False))
     return {"rows": rows, "summary": summarize(rows)}
 
 

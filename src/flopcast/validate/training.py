@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import catalog
 from ..cost.efficiency import Calibration
+from ..cost.uncertainty import training_kind
 from ..errors import FlopcastError
 from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
                               Sharding, Software, parse_choice)
@@ -418,7 +419,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured))
+                                 predict(c, lay, cal), c.measured, training_kind(cal, c.system.chip, bool(c.model.moe))))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)

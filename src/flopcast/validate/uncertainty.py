@@ -13,7 +13,10 @@ Widening rules (written into the data file):
   architecture of the same basis, then the broader bases (own -> family -> unseen), then all of the task;
   the pooled interval is widened to contain every residual of the kind itself;
 - intervals nest: a family-basis interval contains the own-basis one of the same architecture, an unseen
-  one contains the family one (extrapolating further is never surer).
+  one contains the family one (extrapolating further is never surer);
+- an unseen family's interval is symmetric in log space (its widest side mirrored): its efficiencies are
+  borrowed from other families, and the few unseen-family residuals there are (one source) cannot say
+  whether a new family runs faster or slower than the borrowed numbers.
 
 Coverage is scored honestly: the interval for a row of source S is rebuilt from the residuals of the other
 sources only (a nested leave-one-source-out on the quantiles), so no row is covered by an interval that
@@ -30,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.uncertainty import ARCHS, BASES, Task, kind_key
+from ..cost.uncertainty import ARCHS, BASES, Basis, Task, kind_key
 from ..errors import FlopcastError
 
 LEVEL = 0.8
@@ -110,6 +113,11 @@ def fit(residuals: list[Residual], task: Task, level: float = LEVEL) -> dict:
                 if (lo, hi) != (e["log_error_low"], e["log_error_high"]):
                     e = {**e, "log_error_low": lo, "log_error_high": hi,
                          "pooled": "; ".join(filter(None, [e["pooled"], f"widened to contain {prev_kind}"]))}
+            if basis == Basis.UNSEEN:  # no run of the family: which way its borrowed efficiencies err is unknown
+                m = max(-e["log_error_low"], e["log_error_high"])
+                if (-m, m) != (e["log_error_low"], e["log_error_high"]):
+                    e = {**e, "log_error_low": -m, "log_error_high": m,
+                         "pooled": "; ".join(filter(None, [e["pooled"], "made symmetric in log space"]))}
             out[k], prev, prev_kind = e, e, k
     return out
 
@@ -151,7 +159,8 @@ def section(residuals: list[Residual], task: Task, data_file: str, command: str,
                        f"split-conformal order statistics for a central {round(100 * level)}% interval (Lei et al. "
                        f"2018); kinds with fewer than {MIN_RESIDUALS} residuals pooled with the next broader kind "
                        "(other architecture, then broader bases, then the task) and widened to contain their own "
-                       "residuals; family intervals contain own ones and unseen intervals family ones"),
+                       "residuals; family intervals contain own ones and unseen intervals family ones; unseen intervals "
+                       "symmetric in log space"),
         },
         "coverage": {k: v for k, v in cov.items() if k != "method"} | {"method": cov["method"]},
         "kinds": kinds,
@@ -210,3 +219,34 @@ def from_cross_validation(file, rows, task: str, write_to=None) -> dict:
         except OSError as exc:
             raise FlopcastError(f"cannot write {write_to}: {exc.strerror or exc}") from None
     return {"coverage": sec["coverage"], "kinds": sec["kinds"]}
+
+
+def shipped_coverage(file, rows, task: str, calibration_provenance: dict) -> dict:
+    """How often the shipped intervals (uncertainty.yaml) covered the measurements of `rows` (plain `validate`).
+
+    Only rows no shipped number was fitted on are scored: a row of the calibration's data file that the fit used,
+    or of a source whose errors set the intervals, is left out (counted in `excluded`)."""
+    from ..cost.uncertainty import _table, interval_for
+
+    task = Task(task)
+    table = _table()
+    sec = table.get(task.value) or {}
+    prov = sec.get("provenance") or {}
+    name = Path(file).name
+    interval_sources = set(prov.get("sources") or []) if prov.get("data_file") == name else set()
+    same_cal_file = calibration_provenance.get("data_file", calibration_provenance.get("data")) == name
+    fitted_rows = set(map(str, calibration_provenance.get("rows") or [])) if task == Task.TRAINING else None
+    residuals = training_residuals(rows) if task == Task.TRAINING else serving_residuals(rows)
+    hits, excluded = [], 0
+    for r in residuals:
+        run = r.run_id.split(":")[0]
+        in_fit = same_cal_file and (fitted_rows is None or run in fitted_rows)
+        if in_fit or r.source in interval_sources:
+            excluded += 1
+            continue
+        i = interval_for(r.kind, table)
+        if i is not None:
+            hits.append(-math.log(i.high) <= r.log_error <= -math.log(i.low))
+    return {"level": float(sec.get("level", LEVEL)), "n": len(hits), "covered": int(sum(hits)),
+            "coverage": round(float(np.mean(hits)), 4) if hits else None, "excluded": excluded,
+            "method": "shipped intervals scored on rows neither the calibration nor the intervals were fitted on"}
