@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import catalog
+from . import catalog, limits
 from .cost import uncertainty
 from .cost.efficiency import Calibration
 from .cost.uncertainty import Interval
 from .errors import FlopcastError
+from .model import hf
 from .model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
 from .model.system import Dtype, System
 from .model.workload import Model
@@ -202,9 +203,7 @@ class TrainResult:
 def resolve_model(model: str | Model, seq_len: int | None = None) -> Model:
     m = model if isinstance(model, Model) else catalog.load_model(model)
     if seq_len is not None:
-        if seq_len < 1:
-            raise FlopcastError(f"--seq-len must be a positive number of tokens, got {seq_len}")
-        m = replace(m, seq_len=int(seq_len))
+        m = replace(m, seq_len=limits.check("seq_len", seq_len))
     return m
 
 
@@ -221,9 +220,9 @@ def _enum(cls, value, name):
 
 
 def _check_positive(**kw):
+    """Each count in its range (flopcast.limits); one sentence naming the argument otherwise."""
     for k, v in kw.items():
-        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
-            raise FlopcastError(f"--{k.replace('_', '-')} must be a positive integer, got {v!r}")
+        limits.check(k, v)
 
 
 def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_batch=None, global_batch=None,
@@ -248,7 +247,7 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
     )
 
 
-MAX_TOKENS = 1e17  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens, Dubey et al. 2024)
+MAX_TOKENS = limits.LIMITS["tokens"].high  # 10,000x the largest published pre-training run (Llama 3: 15.6T tokens)
 
 
 def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
@@ -259,6 +258,7 @@ def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
 def _check_pinned(m: Model, system: System, layout: dict):
     """One sentence per pinned field that cannot work whatever the other fields are."""
     chip, node = system.chip, system.tp_domain
+    _check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
     if tp is not None:
         splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
@@ -332,19 +332,20 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
         model_tflops_per_chip=g("model_flops_per_s_per_chip") * layout.chips / chips / 1e12,
         mfu=g("mfu") * layout.chips / chips, hfu=g("hfu") * layout.chips / chips,
         tokens=tokens, layout_source=layout_source, chosen_fields=tuple(chosen),
-        calibration_basis=cal.basis(system.chip), notes=tuple(notes),
+        calibration_basis=cal.basis(system.chip), notes=tuple(notes) + hf.result_notes(model),
         search_summary=summary or {}, interval=uncertainty.training_interval(cal, system.chip, bool(model.moe)),
     )
 
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | None = None,
-          objective: str = "throughput", progress=None, **layout) -> TrainResult:
+          objective: str = "throughput", progress=None, shared=None, **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
     sequence_parallel, dtype, schedule (enum members or their names).
     progress: a flopcast.progress.Progress that counts the searched candidates (optional).
+    shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -354,8 +355,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     _check_positive(chips=chips)
     if chips > system.max_chips:
         raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; --chips {chips} is more")
-    if tokens is not None and not 0 < tokens <= MAX_TOKENS:
-        raise FlopcastError(f"--tokens must be positive and at most {MAX_TOKENS:.0e}, got {tokens:.4g}")
+    tokens = limits.check("tokens", tokens)
     unknown = set(layout) - set(Layout.__dataclass_fields__)
     if unknown:
         raise FlopcastError(f"unknown layout field(s) {', '.join(sorted(unknown))}; valid: {', '.join(Layout.__dataclass_fields__)}")
@@ -381,11 +381,11 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared)
 
 
-def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None) -> TrainResult:
-    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress)
+def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None) -> TrainResult:
+    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared)
     if out.n_fit == 0:
         reasons = search_mod.rejection_summary(out.rejected)
         if out.batch.size and out.results:
@@ -395,7 +395,7 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
                                notes=(f"no layout fits in memory; showing the smallest footprint ({reasons})",))
         raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips ({reasons or 'no candidates'})")
     i = int(out.order[0])
-    summary = {"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit, "rejected": out.rejected}
+    summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
     return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
                        notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} fit)",),
                        summary=summary)
@@ -405,3 +405,20 @@ def default_tokens(model: Model) -> float:
     from .cost.params import total_params
 
     return TOKENS_PER_PARAM * total_params(model)
+
+
+def sweep(file, out=None, *, engine: str = "local", workers: int | None = None, address: str | None = None,
+          resume: bool = True, progress=None):
+    """Run a sweep file (docs/sweep.md): one `train` forecast per scenario, rows written to `out`
+    (.parquet or .csv) as a table; scenarios already in `out` are skipped unless resume=False.
+
+    engine: "local" (a process pool of `workers`, default the machine's cores) or "ray" (`address` of a
+    Ray cluster, or none for a local one). Returns a flopcast.sweep.runner.SweepRun (rows, counts, timing).
+
+        r = flopcast.api.sweep("examples/codesign.yaml", "codesign.parquet", workers=2)
+        r.counts, r.scenarios_per_s
+    """
+    from .sweep import runner, spec
+
+    return runner.run_sweep(spec.read(file), resolve_model=resolve_model, forecast=train, out=out, engine=engine,
+                            workers=workers, address=address, resume=resume, progress=progress)

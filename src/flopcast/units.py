@@ -7,6 +7,7 @@ seconds, watts, hertz) once, at load. Prices stay in USD per hour.
 
 from __future__ import annotations
 
+import math
 import re
 
 KILO, MEGA, GIGA, TERA, PETA, EXA = 1e3, 1e6, 1e9, 1e12, 1e15, 1e18
@@ -96,19 +97,29 @@ def fmt_duration(seconds: float) -> str:
     return f"{seconds / DAY:.1f} days"
 
 
+def _finite(value: float, text: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
+
+
 def parse_duration(text: str) -> float:
-    """'30d', '12h', '90 min', '3600' -> seconds."""
-    t = text.strip().lower().replace(" ", "")
-    for suffix, factor in (("days", DAY), ("day", DAY), ("d", DAY), ("min", 60.0), ("h", HOUR), ("w", 7 * DAY), ("s", 1.0)):
+    """'30d', '12h', '90 min', '100ms', '3600' -> seconds; ValueError for text that is not a finite duration."""
+    t = str(text).strip().lower().replace(" ", "")
+    for suffix, factor in (("days", DAY), ("day", DAY), ("d", DAY), ("min", 60.0), ("ms", 1e-3), ("us", 1e-6),
+                           ("h", HOUR), ("w", 7 * DAY), ("s", 1.0)):
         if t.endswith(suffix):
-            return float(t[: -len(suffix)]) * factor
-    return float(t)
+            return _finite(float(t[: -len(suffix)]) * factor, text)
+    return _finite(float(t), text)
 
 
 def parse_count(text: str) -> float:
-    """'1.5T' -> 1.5e12, '300B' -> 3e11, '2.5M' -> 2.5e6, '1e12' -> 1e12."""
-    t = text.strip().replace(",", "").replace("$", "")
+    """'1.5T' -> 1.5e12, '300B' -> 3e11, '2.5M' -> 2.5e6, '1e12' -> 1e12; a whole number stays an int.
+    ValueError for text that is not a finite count."""
+    t = str(text).strip().replace(",", "").replace("_", "").replace("$", "")
+    if t.isdigit():
+        return int(t)
     factors = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
     if t and t[-1] in factors:
-        return float(t[:-1]) * factors[t[-1]]
-    return float(t)
+        return _finite(float(t[:-1]) * factors[t[-1]], text)
+    return _finite(float(t), text)

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FlopcastError
+from ..model import hf
 from ..model.system import Chip, System, Tier, Topology
 from ..model.workload import Mla, Mlp, Model, Moe
 from . import schema
@@ -106,6 +107,10 @@ def system_for(name: str) -> System:
 
 
 def load_model(name: str) -> Model:
+    """A catalog model, a YAML/TOML model file, or a Hugging Face config.json (or a folder holding one)."""
+    config = hf.config_path(name)
+    if config is not None:
+        return hf.load(config)
     mid, d = entry("model", name)
     return model_from_dict(mid, d, label=str(name) if is_file(name) else mid,
                            what="file" if is_file(name) else "entry")

@@ -139,7 +139,7 @@ def _print_one(result, g, sim):
     e("")
     e(f"{'':24}{'closed form':>16}{'Monte-Carlo':>16}")
     e(f"{'expected time-to-train':24}{fmt_duration(g.expected_s):>16}{fmt_duration(sim.mean_s):>16}"
-      + (f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)" if math.isfinite(sim.ci95_s)
+      + (f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)" if sim.ci95_s is not None
          else f"   (no confidence interval from {sim.trials} trial; use --trials 2 or more)"))
     e(f"{'p10 / p50 / p90':24}{'':>16}{'':>4}{fmt_duration(sim.percentile(10))} / "
       f"{fmt_duration(sim.percentile(50))} / {fmt_duration(sim.percentile(90))}")

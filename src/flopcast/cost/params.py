@@ -17,7 +17,8 @@ def attention_params(m: Model) -> float:
     if m.mla:
         a = m.mla
         qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
-        q = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.heads * qk_head
+        r = a.q_lora_rank  # 0: queries projected at full rank (DeepSeek-V2-Lite: q_lora_rank null)
+        q = h * r + r + r * m.heads * qk_head if r else h * m.heads * qk_head
         kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
         kv += a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim)
         out = m.heads * a.v_head_dim * h

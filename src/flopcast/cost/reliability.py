@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import FlopcastError
 from ..units import DAY, GIGA, HOUR, TERA
 from .memory import OPTIMIZER_BYTES, WEIGHT_BYTES
+from .stats import expected_max_std_normal, norm_ppf, poisson_cdf  # noqa: F401 (norm_ppf: part of this API)
 
 # Llama 3 (Dubey et al. 2024, arXiv:2407.21783) sec. 3.3.4 and Table 5: 419 unexpected
 # interruptions in a 54-day snapshot of pre-training on 16,384 H100 GPUs.
@@ -49,6 +50,7 @@ LLAMA3_MTBF_CHIP_HOURS = LLAMA3_GPUS * LLAMA3_DAYS * 24 / LLAMA3_UNEXPECTED_INTE
 CHECKPOINT_BYTES_PER_PARAM = WEIGHT_BYTES + OPTIMIZER_BYTES  # 16-bit weights + fp32 master + Adam m, v
 
 EULER_GAMMA = 0.5772156649015329
+NEVER_S = 1e12  # ~32,000 years: an expected wall time past this is reported as never finishing
 
 
 class FailureLaw(str, Enum):
@@ -171,21 +173,27 @@ def _plain(v):
     return v.value if isinstance(v, Enum) else v
 
 
+# upper bounds of the assumptions (SI): a day of detection or restart, a year of repair, cv 10 (a per-chip
+# spread of 1,000%), 1e9 chip-hours (114,000 years) per interruption, 1 PB/s of checkpoint bandwidth
+_BOUNDS = {"mtbf_chip_hours": 1e9, "weibull_shape": 100.0, "detection_s": DAY, "restart_s": DAY, "repair_s": 365 * DAY,
+           "planned_downtime_s": 30 * DAY, "cv": 10.0, "checkpoint_write_bps": 1e15, "checkpoint_load_bps": 1e15,
+           "snapshot_bps_per_chip": 1e13, "planned_interval_s": 1e4 * 365 * DAY, "interval_s": 1e4 * 365 * DAY}
+_ZERO_OK = ("detection_s", "restart_s", "repair_s", "planned_downtime_s", "cv")
+
+
 def check_assumptions(a: GoodputAssumptions) -> None:
-    def pos(name, v, allow_zero=False):
+    for name, high in _BOUNDS.items():
+        v = getattr(a, name)
         if v is None:
-            return
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-            valid = "zero or more" if allow_zero else "a positive number"
-            raise FlopcastError(f"{name} must be {valid}, got {v!r}")
-    pos("mtbf_chip_hours", a.mtbf_chip_hours)
-    pos("weibull_shape", a.weibull_shape)
-    for name in ("detection_s", "restart_s", "repair_s", "planned_downtime_s", "cv"):
-        pos(name, getattr(a, name), allow_zero=True)
-    for name in ("checkpoint_write_bps", "checkpoint_load_bps", "snapshot_bps_per_chip", "planned_interval_s", "interval_s"):
-        pos(name, getattr(a, name))
-    if a.spares is not None and (not isinstance(a.spares, (int, np.integer)) or a.spares < 0):
-        raise FlopcastError(f"spares must be a whole number of spare chips, 0 or more, got {a.spares!r}")
+            continue
+        zero_ok = name in _ZERO_OK
+        if (not isinstance(v, (int, float, np.floating)) or isinstance(v, bool) or not math.isfinite(v) or v < 0
+                or (v == 0 and not zero_ok) or v > high):
+            valid = "zero or more" if zero_ok else "a positive number"
+            raise FlopcastError(f"{name} must be {valid}, at most {high:g}, got {v!r}")
+    if a.spares is not None and (isinstance(a.spares, bool) or not isinstance(a.spares, (int, np.integer))
+                                 or not 0 <= a.spares <= 10**7):
+        raise FlopcastError(f"spares must be a whole number of spare chips from 0 to 10,000,000, got {a.spares!r}")
     if not isinstance(a.failure_law, FailureLaw):
         raise FlopcastError(f"failure_law must be one of {', '.join(f.value for f in FailureLaw)}, got {a.failure_law!r}")
 
@@ -204,35 +212,6 @@ def checkpoint_bytes(model) -> float:
     from .params import total_params
 
     return float(total_params(model)) * CHECKPOINT_BYTES_PER_PARAM
-
-
-def norm_ppf(p):
-    """Inverse standard normal CDF: Acklam's rational approximation (P. J. Acklam 2003, relative
-    error below 1.15e-9 over (0, 1)). Works on arrays."""
-    p = np.asarray(p, dtype=float)
-    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
-         -3.066479806614716e01, 2.506628277459239e00)
-    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
-         -1.328068155288572e01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
-         4.374664141464968e00, 2.938163982698783e00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
-    plow = 0.02425
-    q = np.sqrt(-2 * np.log(np.where(p < 0.5, p, 1 - p).clip(1e-300)))
-    tail = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    tail = np.where(p < 0.5, tail, -tail)
-    r = (p - 0.5) ** 2
-    mid = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * (p - 0.5) / \
-          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    return np.where((p >= plow) & (p <= 1 - plow), mid, tail)
-
-
-def expected_max_std_normal(n):
-    """E[max of n iid standard normals], Blom 1958: Phi^-1((n - 0.375)/(n + 0.25)); 0 for n = 1.
-    Within 0.03 of the exact value for n = 2 .. 1e5 (exact 3.97 at 16,384; ~sqrt(2 ln n) growth)."""
-    n = np.asarray(n, dtype=float)
-    return np.where(n <= 1, 0.0, norm_ppf((n - 0.375) / (n + 0.25)))
 
 
 def straggler_factor(chips, cv):
@@ -279,18 +258,6 @@ def segment_parts(w, lam, down, restart):
     return fails, lost, restart_time, fails * down
 
 
-def poisson_cdf(k, mu):
-    """P(Poisson(mu) <= k) for an integer k >= -1 (0 when k < 0); mu a float or array."""
-    mu = np.asarray(mu, dtype=float)
-    if k < 0:
-        return np.zeros_like(mu)
-    j = np.arange(k + 1, dtype=float)
-    lgam = np.array([math.lgamma(v + 1) for v in j])
-    with np.errstate(divide="ignore"):
-        logterms = -mu[..., None] + j * np.log(np.maximum(mu[..., None], 1e-300)) - lgam
-    return np.exp(logterms).sum(axis=-1).clip(0, 1)
-
-
 def spare_wait(rate, wait_budget, spares):
     """Expected wait for a replacement per failure with `spares` hot spares, repairs taking
     wait_budget seconds after detection, failures a Poisson process of `rate` per second.
@@ -329,9 +296,36 @@ class Goodput:
     job_mtbf_s: float = 0.0
     straggler_factor: float = 1.0
     assumptions: GoodputAssumptions = field(default_factory=GoodputAssumptions)
+    restart_total_s: float = 0.0  # relaunch + checkpoint load: a failure during it starts it over
+
+    @property
+    def finishes(self) -> bool:
+        """Whether the run ends in expectation (all of them, for arrays)."""
+        return bool(np.all(np.isfinite(self.expected_s)))
+
+    def never_finishes_reason(self) -> str:
+        """Why the run never finishes ('' when it does)."""
+        if self.finishes:
+            return ""
+        from ..units import fmt_duration
+
+        mtbf, restart = float(np.min(self.job_mtbf_s)), float(np.max(self.restart_total_s))
+        if mtbf <= restart:
+            return (f"never finishes: the job is interrupted every {fmt_duration(mtbf)} on average, sooner than a "
+                    f"restart takes ({fmt_duration(restart)}), so most restarts fail; use more reliable chips "
+                    "(--mtbf-chip-hours) or fewer of them")
+        return (f"never finishes: interrupted every {fmt_duration(mtbf)} on average, it almost never completes a "
+                f"checkpoint interval of {fmt_duration(float(np.max(self.interval_s)))} of work; checkpoint more "
+                "often (--interval)")
 
     def to_dict(self) -> dict:
-        return {
+        if not self.finishes:
+            reason = self.never_finishes_reason()
+            return {"finishes": False, "ideal_s": self.ideal_s, "ideal_days": self.ideal_s / DAY,
+                    "expected_s": None, "expected_days": None, "goodput": 0.0, "interval_s": self.interval_s,
+                    "chips": self.chips, "job_mtbf_s": self.job_mtbf_s, "restart_s": self.restart_total_s,
+                    "unavailable": {"expected_s": reason}, "assumptions": self.assumptions.describe()}
+        return {"finishes": True,
             "ideal_s": self.ideal_s, "expected_s": self.expected_s,
             "ideal_days": self.ideal_s / DAY, "expected_days": self.expected_s / DAY,
             "goodput": self.goodput, "interval_s": self.interval_s, "interruptions": self.interruptions,
@@ -394,9 +388,14 @@ def expected_time(ideal_time_s, chips, checkpoint_bytes, assumptions: GoodputAss
     """
     a = assumptions or GoodputAssumptions()
     p = plan(ideal_time_s, chips, checkpoint_bytes, a)
-    tau, w_last = p.interval_s, None
+    with np.errstate(over="ignore", invalid="ignore"):  # e^(lam w) past 1e308: the run never finishes (below)
+        return _expected(ideal_time_s, chips, checkpoint_bytes, a, p)
+
+
+def _expected(ideal_time_s, chips, checkpoint_bytes, a: GoodputAssumptions, p: Plan) -> Goodput:
+    tau = p.interval_s
     n_full = np.maximum(np.ceil(p.work_s / tau - 1e-9) - 1, 0)
-    w_last = p.work_s - n_full * tau
+    w_last = np.maximum(p.work_s - n_full * tau, 0.0)
     seg = tau + p.block_s
     wall_rate = p.rate
     for _ in range(3 if a.spares not in (None, 0) else 1):
@@ -422,6 +421,9 @@ def expected_time(ideal_time_s, chips, checkpoint_bytes, assumptions: GoodputAss
         restart = restart + n_planned * p.restart_s
     expected = base + planned + n_planned * p.restart_s
     ideal = np.asarray(ideal_time_s, dtype=float)
+    finishes = (p.rate * p.restart_s < 1) & np.isfinite(expected) & (expected < NEVER_S)
+    expected = np.where(finishes, expected, np.inf)
+    zero = np.zeros(np.shape(expected))  # broadcasts a scalar part to the shape of the result
     det_share = np.where(down > 0, a.detection_s / np.where(down > 0, down, 1), 0)
     breakdown = {
         "stragglers": p.work_s - ideal, "checkpoint": ckpt, "lost_work": lost,
@@ -432,13 +434,15 @@ def expected_time(ideal_time_s, chips, checkpoint_bytes, assumptions: GoodputAss
     scalar = np.ndim(expected) == 0
     cast = (lambda v: float(v)) if scalar else (lambda v: v)
     return Goodput(
-        ideal_s=cast(ideal + 0 * expected), expected_s=cast(expected), goodput=cast(ideal / expected),
-        interval_s=cast(tau), interruptions=cast(fails + n_planned),
+        ideal_s=cast(ideal + zero), expected_s=cast(expected), goodput=cast(ideal / expected),
+        interval_s=cast(tau), interruptions=cast(np.where(finishes, fails + n_planned, np.inf)),
         lost_chip_hours=cast((expected - ideal) * chips_arr / HOUR),
-        breakdown={k: cast(v + 0 * expected) for k, v in breakdown.items()},
+        breakdown={k: cast(np.where(finishes, np.maximum(v, 0.0), np.inf) + zero)
+                   for k, v in breakdown.items()},
         chips=int(chips_arr) if scalar else chips_arr, checkpoint_bytes=float(checkpoint_bytes),
         checkpoint_block_s=cast(p.block_s), checkpoint_write_s=cast(p.write_s), checkpoint_load_s=cast(p.load_s),
         job_mtbf_s=cast(1.0 / p.rate), straggler_factor=cast(p.straggler), assumptions=a,
+        restart_total_s=cast(p.restart_s),
     )
 
 

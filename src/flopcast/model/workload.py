@@ -26,7 +26,7 @@ class Moe:
 class Mla:
     """DeepSeek-V2/V3 multi-head latent attention (DeepSeek-AI 2024, arXiv:2405.04434 sec. 2.1)."""
 
-    q_lora_rank: int
+    q_lora_rank: int  # 0: no query compression (DeepSeek-V2-Lite)
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int

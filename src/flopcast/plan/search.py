@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recomp
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
+from .shared import SearchShare, SharedLayouts
 
 
 @dataclass(frozen=True)
@@ -51,19 +52,42 @@ class SearchOutcome:
     order: np.ndarray  # indices of batch, best first (those that fit)
     considered: int
     rejected: dict = field(default_factory=dict)  # rule -> candidates it rejected
+    valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only those that fit
 
     @property
     def n_fit(self) -> int:
         return int(self.order.size)
+
+    @property
+    def n_valid(self) -> int:
+        return self.batch.size if self.valid is None else self.valid
 
 
 def _pow2_upto(n: int) -> list[int]:
     return [2**i for i in range(int(math.log2(max(n, 1))) + 1)]
 
 
+def _prime_factors(n: int) -> dict[int, int]:
+    """{prime: exponent} of n >= 1 by trial division up to the square root of what is left, so a power of
+    two (a usual batch) takes a handful of steps; n is at most flopcast.limits' global batch (1e9)."""
+    out: dict[int, int] = {}
+    d = 2
+    while d * d <= n:
+        while n % d == 0:
+            out[d] = out.get(d, 0) + 1
+            n //= d
+        d += 1 if d == 2 else 2
+    if n > 1:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
 def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    """Every divisor of n, from its prime factorisation."""
+    divs = [1]
+    for p, k in _prime_factors(n).items():
+        divs = [d * p**e for d in divs for e in range(k + 1)]
+    return sorted(divs)
 
 
 def default_global_batches(model: Model, lo: int | None = None, hi: int | None = None) -> list[int]:
@@ -241,12 +265,20 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
-           software: Software = MODERN_SOFTWARE) -> SearchOutcome:
+           software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
 
     `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
-    `software` is what the training stack can do (today's by default)."""
-    lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+    `software` is what the training stack can do (today's by default); `shared` (plan/shared.py) lets
+    searches of hardware variants reuse the candidates and their memory (the same answer, less work)."""
+    key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
+    hit = shared.get(key) if shared is not None else None
+    if hit is not None:
+        lb, rejected, considered = hit.batch, dict(hit.rejected), hit.considered
+    else:
+        lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+        if shared is not None:
+            hit_new = SharedLayouts(lb, dict(rejected), considered)
     if progress is not None:
         progress.add_total(considered)
     if lb.size == 0:
@@ -264,7 +296,15 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
+    if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
+        reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
+                                 software)
+        if reused is not None:
+            return reused
+        shared.forget(key)
     res = _evaluate_chunked(model, system, lb, cal, progress, software)
+    if shared is not None and (hit is None or hit.memory is None):
+        shared.put(key, replace(hit or hit_new, memory=np.asarray(res["memory_bytes"], dtype=float)))
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -272,6 +312,24 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     idx = np.nonzero(fits)[0]
     order = idx[np.argsort(score[idx], kind="stable")]
     return SearchOutcome(lb, res, order, considered, rejected)
+
+
+def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software):
+    """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
+    does, the smallest footprint is shown, which needs every layout); None where the memory it computes differs
+    from the known one (then the reuse was wrong and the caller searches in full)."""
+    fit = np.nonzero(memory <= system.chip.memory)[0]
+    sub = lb.take(fit)
+    res = _evaluate_chunked(model, system, sub, cal, None, software)
+    if not np.array_equal(np.asarray(res["memory_bytes"], dtype=float), memory[fit]):
+        return None
+    if progress is not None:
+        progress.update(lb.size)
+    if fit.size < lb.size:
+        rejected["does not fit in memory"] = int(lb.size - fit.size)
+    score = objective_score(res, system, objective)
+    order = np.argsort(score, kind="stable")
+    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size)
 
 
 CHUNK = 262_144

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plots import _slug
+from .plots.common import slug
 
 RENDER_CHECK_ID = "render-check"
 
@@ -50,7 +50,7 @@ class Report:
         """Stable, unique file stems of the figures, in order (the PNG names without '.png')."""
         seen, out = {}, []
         for f in self.figures:
-            stem = _slug(f.name)
+            stem = slug(f.name)
             seen[stem] = seen.get(stem, 0) + 1
             out.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
         return out

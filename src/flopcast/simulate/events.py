@@ -4,7 +4,8 @@ The design of SimPy's scheduler (simpy.core.Environment): events at equal times 
 by priority, then in the order they were scheduled; the clock and the random
 generator belong to the engine instance, so two engines never share state and the
 same seed gives the same events. A handler is a callable taking the engine; it may
-schedule further events.
+schedule further events with `at`, or return them (as microsoft/vidur's events do):
+an iterable of (time, handler, priority) successors, scheduled in the order given.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ class Engine:
             time, _, _, handler = heapq.heappop(self._heap)
             self.now = time
             self.processed += 1
-            handler(self)
+            successors = handler(self)
+            if successors:
+                for successor in successors:
+                    self.at(*successor)
         if until != float("inf") and (not self._heap or self._heap[0][0] > until):
             self.now = max(self.now, until)
 

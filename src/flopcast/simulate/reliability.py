@@ -32,12 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.reliability import FailureLaw, GoodputAssumptions, Plan, plan
+from ..cost.reliability import FailureLaw, GoodputAssumptions, Plan, expected_time, plan
 from ..errors import FlopcastError
-from ..units import HOUR
+from ..units import HOUR, fmt_duration
 from .events import Engine
 
 UP, RESTART, DONE = 0, 1, 2
+# bounded work: ~10 s of the vectorized path (2-4 million events/s on one core); arrays stay under ~1 GiB
+MAX_EVENTS = 20_000_000
+MAX_TRIALS = 1_000_000
 PARTS = ("stragglers", "checkpoint", "lost_work", "detection", "repair_wait", "restart", "planned")
 
 
@@ -69,20 +72,25 @@ class SimResult:
         return float(self.wall_s.mean())
 
     @property
-    def ci95_s(self) -> float:
-        """Half-width of the 95% confidence interval of the mean wall time."""
-        return float(1.96 * self.wall_s.std(ddof=1) / math.sqrt(self.trials)) if self.trials > 1 else float("inf")
+    def ci95_s(self) -> float | None:
+        """Half-width of the 95% confidence interval of the mean wall time; None from one trial."""
+        return float(1.96 * self.wall_s.std(ddof=1) / math.sqrt(self.trials)) if self.trials > 1 else None
 
     @property
     def goodput(self) -> float:
         return self.ideal_s / self.mean_s
 
     @property
-    def events_per_s(self) -> float:
-        return self.events / self.elapsed_s if self.elapsed_s > 0 else float("inf")
+    def events_per_s(self) -> float | None:
+        return self.events / self.elapsed_s if self.elapsed_s > 0 else None
 
     def summary(self) -> dict:
-        return {
+        unavailable = {}
+        if self.ci95_s is None:
+            unavailable["wall_s.ci95"] = "one trial gives no confidence interval; run 2 or more"
+        if self.events_per_s is None:
+            unavailable["events_per_s"] = "the run took too little time to measure"
+        return {"unavailable": unavailable,
             "trials": self.trials, "seed": self.seed, "ideal_s": self.ideal_s,
             "wall_s": {"mean": self.mean_s, "ci95": self.ci95_s, "p10": self.percentile(10),
                        "p50": self.percentile(50), "p90": self.percentile(90)},
@@ -114,26 +122,46 @@ class FailureTimes:
         return s / self.rate
 
 
-def _chunk(p: Plan, a: GoodputAssumptions) -> int:
+def _chunk(p: Plan, a: GoodputAssumptions, trials: int) -> int:
     """Failures to draw at a time: ~1.3x the expected count over the run, at least 64."""
     from ..cost.reliability import expected_time
 
     g = expected_time(float(p.work_s), 1, 0.0, GoodputAssumptions(mtbf_chip_hours=a.mtbf_chip_hours, cv=0))
     span = max(float(p.work_s) * 1.5, g.expected_s)
-    return int(max(64, 1.3 * span * float(p.rate) + 4 * math.sqrt(span * float(p.rate) + 1)))
+    want = 1.3 * span * float(p.rate) + 4 * math.sqrt(span * float(p.rate) + 1)
+    return int(min(max(64, want), MAX_EVENTS // max(trials, 1) + 64))
 
 
 def _streams(p: Plan, a: GoodputAssumptions, chips: int, trials: int, seed: int) -> list[FailureTimes]:
     children = np.random.SeedSequence(seed).spawn(trials)
-    size = _chunk(p, a)
+    size = _chunk(p, a, trials)
     return [FailureTimes(np.random.default_rng(c), float(p.rate), a, chips, size) for c in children]
 
 
 def _check(trials, seed):
-    if not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise FlopcastError(f"trials must be a positive whole number, got {trials!r}")
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise FlopcastError(f"seed must be a whole number, 0 or more, got {seed!r}")
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or not 1 <= trials <= MAX_TRIALS:
+        raise FlopcastError(f"trials must be a whole number from 1 to {MAX_TRIALS:,}, got {trials!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise FlopcastError(f"seed must be a whole number from 0 to 2**63 - 1, got {seed!r}")
+
+
+def _budget(ideal_time_s, chips, checkpoint_bytes, a: GoodputAssumptions, trials: int) -> None:
+    """Refuse a run that never finishes or whose expected events (closed form) pass MAX_EVENTS."""
+    g = expected_time(float(ideal_time_s), int(chips), float(checkpoint_bytes), a)
+    if not g.finishes:
+        raise FlopcastError(f"the run {g.never_finishes_reason()}")
+    events = trials * (g.interruptions + 2)
+    if events > MAX_EVENTS:
+        most = int(MAX_EVENTS // (g.interruptions + 2))
+        fewer = f"use at most {most:,} trials" if most >= 1 else "the closed form alone answers this"
+        raise FlopcastError(f"a Monte-Carlo of {trials:,} trials would simulate about {events:.2g} events "
+                            f"({g.interruptions:,.0f} interruptions per run), past the cap of {MAX_EVENTS:,}; "
+                            f"{fewer} (closed form: expected time-to-train {fmt_duration(g.expected_s)})")
+
+
+def _past_cap(events: int) -> FlopcastError:
+    return FlopcastError(f"the Monte-Carlo passed {MAX_EVENTS:,} events ({events:,}) before every trial finished; "
+                         "use fewer trials (the closed form gives the expectation)")
 
 
 # --------------------------------------------------------------------------- the timeline
@@ -232,7 +260,7 @@ class _Trial:
         self.fail_history.append(t)
         begin = max(t + self.a.detection_s, ready)
         self.parts["detection"] += self.a.detection_s
-        self.parts["repair_wait"] += begin - t - self.a.detection_s
+        self.parts["repair_wait"] += max(begin - t - self.a.detection_s, 0.0)
         self._restart(begin)
 
     def on_restarted(self, token):
@@ -274,7 +302,9 @@ def simulate_engine(ideal_time_s: float, chips: int, checkpoint_bytes: float,
         eng = Engine(seed)  # the trial's randomness comes from its stream; the engine's rng is unused
         tr = _Trial(eng, stream, p, a)
         tr.start()
-        eng.run()
+        eng.run(max_events=MAX_EVENTS - sum(t.events for t in out))
+        if tr.wall is None:
+            raise _past_cap(sum(t.events for t in out) + tr.events)
         out.append(tr)
     elapsed = _time.perf_counter() - started
     parts = {k: np.array([t.parts[k] for t in out]) for k in PARTS}
@@ -290,6 +320,7 @@ def _prepare(ideal_time_s, chips, checkpoint_bytes, assumptions, trials, seed):
     """Checked inputs, the run's plan, the start time and one failure stream per trial."""
     _check(trials, seed)
     a = assumptions or GoodputAssumptions()
+    _budget(ideal_time_s, chips, checkpoint_bytes, a, trials)
     p = _scalar_plan(ideal_time_s, chips, checkpoint_bytes, a)
     return a, p, _time.perf_counter(), _streams(p, a, chips, trials, seed)
 
@@ -306,114 +337,136 @@ def simulate(ideal_time_s: float, chips: int, checkpoint_bytes: float,
              assumptions: GoodputAssumptions | None = None, trials: int = 1000, seed: int = 0) -> SimResult:
     """All trials at once: each step handles the next event of every unfinished trial."""
     a, p, started, streams = _prepare(ideal_time_s, chips, checkpoint_bytes, assumptions, trials, seed)
-    ft = np.stack([s.next_chunk() for s in streams])  # (trials, K) failure times
-    rows = np.arange(trials)
-    fi = np.zeros(trials, dtype=np.int64)
-    state = np.full(trials, UP)
-    c0 = np.zeros(trials)
-    t0 = np.zeros(trials)
-    end = np.full(trials, float(finish_elapsed(0.0, p)))  # UP: finish time; RESTART: restart end
-    rstart = np.zeros(trials)
-    P = a.planned_interval_s
-    nxt_planned = np.full(trials, P if P else np.inf)
-    S = a.spares
-    hist = np.zeros((trials, max(S or 0, 1)))
-    nrep = np.zeros(trials, dtype=np.int64)
-    parts = {k: np.zeros(trials) for k in PARTS}
-    fails = np.zeros(trials)
-    planned_stops = np.zeros(trials)
-    wall = np.full(trials, np.nan)
-    events = 0
-    det, rep = a.detection_s, a.repair_s
-
-    def ensure(idx_needed):
-        nonlocal ft
-        while np.any(idx_needed >= ft.shape[1]):
-            ft = np.concatenate([ft, np.stack([s.next_chunk() for s in streams])], axis=1)
-
-    while True:
-        act = state != DONE
-        if not act.any():
-            break
-        ensure(fi[act])
-        tf = ft[rows, np.minimum(fi, ft.shape[1] - 1)]
-        up = state == UP
-        t_other = np.where(up, np.minimum(end, nxt_planned), end)
-        is_fail = act & (tf <= t_other)
-        is_finish = act & up & ~is_fail & (end <= nxt_planned)
-        is_planned = act & up & ~is_fail & ~is_finish
-        is_restarted = act & (state == RESTART) & ~is_fail
-        events += int(act.sum())
-
-        # failures
-        if is_fail.any():
-            f = is_fail
-            t = tf
-            fails += f
-            fu = f & up
-            j, kept = durable_at(t - t0, c0, p)
-            parts["checkpoint"] += np.where(fu, j * p.block_s, 0)
-            parts["lost_work"] += np.where(fu, (t - t0) - (kept - c0) - j * p.block_s, 0)
-            c0 = np.where(fu, kept, c0)
-            parts["restart"] += np.where(f & ~up, t - rstart, 0)
-            if S is None:
-                ready = t
-            elif S == 0:
-                ready = t + rep
-            else:
-                old = hist[rows, nrep % S]
-                ready = np.where(nrep < S, t, old + rep)
-                hist[rows[f], (nrep % S)[f]] = t[f]
-            nrep += f
-            begin = np.maximum(t + det, ready)
-            parts["detection"] += np.where(f, det, 0)
-            parts["repair_wait"] += np.where(f, begin - t - det, 0)
-            fi += f
-            rstart = np.where(f, begin, rstart)
-        # planned stops
-        if is_planned.any():
-            g = is_planned
-            t = nxt_planned
-            blocked, prog = progress_at(t - t0, c0, p)
-            parts["checkpoint"] += np.where(g, blocked, 0)
-            parts["planned"] += np.where(g, p.write_s + a.planned_downtime_s, 0)
-            planned_stops += g
-            c0 = np.where(g, prog, c0)
-            rstart = np.where(g, t + p.write_s + a.planned_downtime_s, rstart)
-        # into RESTART: absorb failures while stalled
-        into = is_fail | is_planned
-        if into.any():
-            state = np.where(into, RESTART, state)
-            end = np.where(into, rstart + p.restart_s, end)
-            while True:
-                ensure(fi[into])
-                absorbed = into & (ft[rows, np.minimum(fi, ft.shape[1] - 1)] < rstart)
-                if not absorbed.any():
-                    break
-                fi += absorbed
-                events += int(absorbed.sum())
-        # planned clock moves past any stop that fell while not UP (the engine skips those)
-        # restarts done -> UP
-        if is_restarted.any():
-            r = is_restarted
-            now = end
-            parts["restart"] += np.where(r, p.restart_s, 0)
-            state = np.where(r, UP, state)
-            t0 = np.where(r, now, t0)
-            end = np.where(r, now + finish_elapsed(c0, p), end)
-        # finishes
-        if is_finish.any():
-            d = is_finish
-            parts["checkpoint"] += np.where(d, n_checkpoints(c0, p) * p.block_s, 0)
-            wall = np.where(d, end, wall)
-            state = np.where(d, DONE, state)
-        if P:
-            # the next planned stop after the current time of each trial (stops while down are skipped)
-            now_t = np.where(is_fail, tf, np.where(is_planned, nxt_planned, np.where(is_restarted, t0, nxt_planned)))
-            nxt_planned = np.where(act & (is_fail | is_planned | is_restarted),
-                                   np.maximum(nxt_planned, P * (np.floor(now_t / P) + 1)), nxt_planned)
-
+    b = _Batch(a, p, streams)
+    while b.step():
+        pass
     elapsed = _time.perf_counter() - started
-    parts["stragglers"] = np.full(trials, float(p.work_s) - ideal_time_s)
-    return SimResult(wall, fails + planned_stops, fails, (wall - ideal_time_s) * chips / HOUR, parts,
-                     float(ideal_time_s), int(chips), float(p.interval_s), int(seed), events, elapsed)
+    b.parts["stragglers"] = np.full(trials, float(p.work_s) - ideal_time_s)
+    return SimResult(b.wall, b.fails + b.planned_stops, b.fails, (b.wall - ideal_time_s) * chips / HOUR, b.parts,
+                     float(ideal_time_s), int(chips), float(p.interval_s), int(seed), b.events, elapsed)
+
+
+class _Batch:
+    """The state of every trial as arrays, and one step: the next event of each unfinished trial."""
+
+    def __init__(self, a: GoodputAssumptions, p: Plan, streams: list[FailureTimes]):
+        n = len(streams)
+        self.a, self.p, self.streams = a, p, streams
+        self.ft = np.stack([s.next_chunk() for s in streams])  # (trials, K) failure times
+        self.rows = np.arange(n)
+        self.fi = np.zeros(n, dtype=np.int64)  # index of each trial's next failure
+        self.state = np.full(n, UP)
+        self.c0, self.t0, self.rstart = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.end = np.full(n, float(finish_elapsed(0.0, p)))  # UP: finish time; RESTART: restart end
+        self.next_planned = np.full(n, a.planned_interval_s if a.planned_interval_s else np.inf)
+        self.hist = np.zeros((n, max(a.spares or 0, 1)))  # times of the last S failures that took a spare
+        self.nrep = np.zeros(n, dtype=np.int64)
+        self.parts = {k: np.zeros(n) for k in PARTS}
+        self.fails, self.planned_stops = np.zeros(n), np.zeros(n)
+        self.wall = np.full(n, np.nan)
+        self.events = 0
+
+    def _ensure(self, needed):
+        while np.any(needed >= self.ft.shape[1]):
+            self.ft = np.concatenate([self.ft, np.stack([s.next_chunk() for s in self.streams])], axis=1)
+
+    def _next_failure(self):
+        return self.ft[self.rows, np.minimum(self.fi, self.ft.shape[1] - 1)]
+
+    def step(self) -> bool:
+        """Advance every unfinished trial by one event; False when all are done."""
+        act = self.state != DONE
+        if not act.any():
+            return False
+        self._ensure(self.fi[act])
+        tf = self._next_failure()
+        up = self.state == UP
+        is_fail = act & (tf <= np.where(up, np.minimum(self.end, self.next_planned), self.end))
+        is_finish = act & up & ~is_fail & (self.end <= self.next_planned)
+        is_planned = act & up & ~is_fail & ~is_finish
+        is_restarted = act & (self.state == RESTART) & ~is_fail
+        self.events += int(act.sum())
+        if self.events > MAX_EVENTS:
+            raise _past_cap(self.events)
+        planned_at = self.next_planned.copy()
+        if is_fail.any():
+            self._fail(is_fail, up, tf)
+        if is_planned.any():
+            self._planned(is_planned, planned_at)
+        if (is_fail | is_planned).any():
+            self._into_restart(is_fail | is_planned)
+        if is_restarted.any():
+            self._restarted(is_restarted)
+        if is_finish.any():
+            self._finish(is_finish)
+        if self.a.planned_interval_s:
+            self._advance_planned(act, is_fail, is_planned, is_restarted, tf, planned_at)
+        return True
+
+    def _fail(self, f, up, t):
+        """Failures: work since the last durable checkpoint is lost; wait for detection and a spare."""
+        p, a, parts = self.p, self.a, self.parts
+        self.fails += f
+        fu = f & up
+        j, kept = durable_at(t - self.t0, self.c0, p)
+        parts["checkpoint"] += np.where(fu, j * p.block_s, 0)
+        parts["lost_work"] += np.where(fu, (t - self.t0) - (kept - self.c0) - j * p.block_s, 0)
+        self.c0 = np.where(fu, kept, self.c0)
+        parts["restart"] += np.where(f & ~up, t - self.rstart, 0)
+        S = a.spares
+        if S is None:
+            ready = t
+        elif S == 0:
+            ready = t + a.repair_s
+        else:
+            old = self.hist[self.rows, self.nrep % S]
+            ready = np.where(self.nrep < S, t, old + a.repair_s)
+            self.hist[self.rows[f], (self.nrep % S)[f]] = t[f]
+        self.nrep += f
+        begin = np.maximum(t + a.detection_s, ready)
+        parts["detection"] += np.where(f, a.detection_s, 0)
+        parts["repair_wait"] += np.where(f, np.maximum(begin - t - a.detection_s, 0.0), 0)
+        self.fi += f
+        self.rstart = np.where(f, begin, self.rstart)
+
+    def _planned(self, g, t):
+        """Planned stops: checkpoint (full write), downtime, then a restart; no work lost."""
+        p, a = self.p, self.a
+        blocked, prog = progress_at(t - self.t0, self.c0, p)
+        self.parts["checkpoint"] += np.where(g, blocked, 0)
+        self.parts["planned"] += np.where(g, p.write_s + a.planned_downtime_s, 0)
+        self.planned_stops += g
+        self.c0 = np.where(g, prog, self.c0)
+        self.rstart = np.where(g, t + p.write_s + a.planned_downtime_s, self.rstart)
+
+    def _into_restart(self, into):
+        """Into RESTART; failures that land while the job is stalled are absorbed."""
+        self.state = np.where(into, RESTART, self.state)
+        self.end = np.where(into, self.rstart + self.p.restart_s, self.end)
+        while True:
+            self._ensure(self.fi[into])
+            absorbed = into & (self._next_failure() < self.rstart)
+            if not absorbed.any():
+                break
+            self.fi += absorbed
+            self.events += int(absorbed.sum())
+
+    def _restarted(self, r):
+        now = self.end
+        self.parts["restart"] += np.where(r, self.p.restart_s, 0)
+        self.state = np.where(r, UP, self.state)
+        self.t0 = np.where(r, now, self.t0)
+        self.end = np.where(r, now + finish_elapsed(self.c0, self.p), self.end)
+
+    def _finish(self, d):
+        self.parts["checkpoint"] += np.where(d, n_checkpoints(self.c0, self.p) * self.p.block_s, 0)
+        self.wall = np.where(d, self.end, self.wall)
+        self.state = np.where(d, DONE, self.state)
+
+    def _advance_planned(self, act, is_fail, is_planned, is_restarted, tf, planned_at):
+        """The next planned stop after each trial's current time (stops that fall while it is down are skipped)."""
+        P = self.a.planned_interval_s
+        now = np.where(is_fail, tf, np.where(is_planned, planned_at, np.where(is_restarted, self.t0, planned_at)))
+        moved = act & (is_fail | is_planned | is_restarted)
+        self.next_planned = np.where(moved, np.maximum(self.next_planned, P * (np.floor(now / P) + 1)),
+                                     self.next_planned)

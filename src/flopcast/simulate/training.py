@@ -112,8 +112,11 @@ def _layer(model: Model, system: System, cal: Calibration, x: dict, moe_layer: b
     # attention projections
     if model.mla:
         a = model.mla
-        gemm(T, a.q_lora_rank, h)
-        gemm(T, model.q_dim / tp, a.q_lora_rank)
+        if a.q_lora_rank:  # 0: queries projected at full rank (DeepSeek-V2-Lite)
+            gemm(T, a.q_lora_rank, h)
+            gemm(T, model.q_dim / tp, a.q_lora_rank)
+        else:
+            gemm(T, model.q_dim / tp, h)
         gemm(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
         gemm(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ...errors import FlopcastError
+from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
 from .cpu import cpu_bandwidth, instance_bandwidth
@@ -145,7 +146,7 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
 
         calibration = _cal()
     d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, ())
-    return replace(d, assumptions=tuple(notes + _layout_notes(d)))
+    return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
 
 
 def _chips_and_tp(system: System, chips: int | None, tp: int | None) -> tuple[int, int]:

@@ -1,0 +1,189 @@
+"""Megatron-LM (pretrain_gpt.py flags) and Megatron-Bridge / NeMo (ConfigContainer overrides).
+
+Flag names: NVIDIA/Megatron-LM megatron/training/arguments.py at tag core_v0.15.3 (6 Feb 2026); since
+core_v0.16 most flags are generated from the Megatron-Core config dataclasses (ModelParallelConfig,
+TransformerConfig), whose field names are the same words with underscores, and those fields are what
+Megatron-Bridge's ConfigContainer overrides set (model.*, train.*, ddp.*; NVIDIA-NeMo/Megatron-Bridge
+src/megatron/bridge/training/config.py, scripts/training/run_recipe.py, 22 Aug 2026).
+"""
+
+from __future__ import annotations
+
+from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.system import Dtype
+from ..model.workload import Mlp
+from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iters
+
+LM_SOURCE = "NVIDIA/Megatron-LM megatron/training/arguments.py (tag core_v0.15.3)"
+BRIDGE_SOURCE = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py (ConfigContainer) and "
+                 "Megatron-Core ModelParallelConfig / TransformerConfig fields")
+# Megatron-Core's --data-parallel-sharding-strategy of Megatron FSDP for the ZeRO stages beyond the distributed optimizer
+FSDP_STRATEGY = {Sharding.ZERO2: "optim_grads", Sharding.ZERO3: "optim_grads_params"}
+# Megatron-Bridge mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py, @register)
+BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed", Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
+
+
+def _settings(model, layout) -> tuple[dict, list, list]:
+    """(Megatron-Core field -> value, no-equivalent lines, assumed lines): the layout and the model's dimensions
+    as TransformerConfig / ModelParallelConfig name them; True is a bare flag, None leaves a field out."""
+    s, missing, assumed = {}, [], []
+    s.update(tensor_model_parallel_size=layout.tp, pipeline_model_parallel_size=layout.pp,
+             context_parallel_size=layout.cp, expert_model_parallel_size=layout.ep,
+             sequence_parallel=bool(layout.sequence_parallel and layout.tp > 1) or None)
+    if layout.vp > 1:
+        s["virtual_pipeline_model_parallel_size"] = layout.vp
+    if layout.vp > 1 and model.layers % (layout.pp * layout.vp):
+        missing.append(f"{model.layers} layers do not split evenly into {layout.pp} x {layout.vp} virtual stages: "
+                       "Megatron then needs a per-stage placement (--pipeline-model-parallel-layout); the virtual "
+                       "stage count is emitted as --num-virtual-stages-per-pipeline-rank")
+    if layout.schedule == Schedule.GPIPE:
+        missing.append("schedule gpipe: Megatron runs 1F1B (interleaved with virtual stages); the emitted layout "
+                       "runs 1F1B, which holds fewer micro-batches' activations")
+    if layout.recompute == Recompute.FULL:
+        s.update(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=1)
+    elif layout.recompute == Recompute.SELECTIVE:
+        s["recompute_granularity"] = "selective"
+    if layout.dtype not in (Dtype.BF16, Dtype.FP16, Dtype.FP8):
+        missing.append(f"dtype {layout.dtype.label}: no mixed-precision setting; the emitted job computes in fp32")
+    m = model
+    s.update(num_layers=m.layers, hidden_size=m.hidden, ffn_hidden_size=m.ffn_hidden,
+             num_attention_heads=m.heads, seq_length=m.seq_len, max_position_embeddings=m.seq_len)
+    if m.kv_heads < m.heads and not m.mla:
+        s["num_query_groups"] = m.kv_heads
+    if m.head_dim and not m.mla:
+        s["kv_channels"] = m.head_dim
+    if m.sliding_window:
+        s["window_size"] = f"({m.sliding_window},0)"
+        if m.sliding_every > 1:
+            s["window_attn_skip_freq"] = m.sliding_every
+    if m.mla:
+        a = m.mla
+        s.update(multi_latent_attention=True, q_lora_rank=a.q_lora_rank or None, kv_lora_rank=a.kv_lora_rank,
+                 qk_head_dim=a.qk_nope_head_dim, qk_pos_emb_head_dim=a.qk_rope_head_dim, v_head_dim=a.v_head_dim)
+    if m.moe:
+        e = m.moe
+        s.update(num_moe_experts=e.experts, moe_router_topk=e.topk, moe_ffn_hidden_size=e.expert_ffn,
+                 moe_shared_expert_intermediate_size=shared_ffn(m) or None, moe_layer_freq=moe_pattern(m),
+                 moe_grouped_gemm=True, moe_token_dispatcher_type="alltoall")
+    if layout.pp > 1:
+        assumed.append("an even split of layers over pipeline stages; flopcast's forecast lets the first and last "
+                       "stages hold fewer (--decoder-first/last-pipeline-num-layers), so the forecast is at most this "
+                       "split's step time")
+    if m.mlp == Mlp.SWIGLU:
+        assumed.append("normalization RMSNorm, RoPE positions, no linear biases: flopcast's model holds the MLP kind "
+                       "(SwiGLU) but not these, so the Llama-family choices are emitted")
+    else:
+        assumed.append("LayerNorm and learned absolute positions (Megatron's defaults) with a 2-matrix GeLU MLP: "
+                       "flopcast's model does not hold the norm or position kind")
+    return s, missing, assumed
+
+
+# Megatron-Core field -> pretrain_gpt.py flag, where the flag is not the field's name with dashes
+LM_FLAG = {"num_moe_experts": "--num-experts", "virtual_pipeline_model_parallel_size": None}
+
+
+def _flag(field: str) -> str:
+    return LM_FLAG.get(field) or "--" + field.replace("_", "-")
+
+
+def _lm_precision(layout) -> list[str]:
+    if layout.dtype == Dtype.FP8:
+        return ["--bf16", "--fp8-format hybrid"]  # E4M3 forward, E5M2 gradients (Transformer Engine)
+    return {Dtype.BF16: ["--bf16"], Dtype.FP16: ["--fp16"]}.get(layout.dtype, [])
+
+
+def _lm_sharding(layout) -> list[str]:
+    if layout.sharding == Sharding.ZERO1:
+        return ["--use-distributed-optimizer"]
+    if layout.sharding in FSDP_STRATEGY:
+        return ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {FSDP_STRATEGY[layout.sharding]}"]
+    return []
+
+
+def megatron_lm(model, system, layout, tokens=None) -> Launch:
+    """torchrun + pretrain_gpt.py flags that start the layout on mock data (give --data-path for real data)."""
+    s, missing, assumed = _settings(model, layout)
+    args = []
+    for field, value in s.items():
+        if value is None or value is False or field == "virtual_pipeline_model_parallel_size":
+            continue
+        args.append(_flag(field) if value is True else f"{_flag(field)} {_quote(value)}")
+    if layout.vp > 1:
+        if model.layers % (layout.pp * layout.vp) == 0:
+            args.append(f"--num-layers-per-virtual-pipeline-stage {model.layers // (layout.pp * layout.vp)}")
+        else:
+            args.append(f"--num-virtual-stages-per-pipeline-rank {layout.vp}")
+    if model.kv_heads < model.heads and not model.mla:
+        args.append("--group-query-attention")
+    if model.mlp == Mlp.SWIGLU:
+        args += ["--swiglu", "--normalization RMSNorm", "--position-embedding-type rope", "--disable-bias-linear"]
+    if not model.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    args += _lm_precision(layout) + _lm_sharding(layout)
+    iters = train_iters(model, layout, tokens)
+    if iters is None:
+        assumed.append("--train-iters 100: no token count was given, so a short benchmark run")
+    args += [f"--micro-batch-size {layout.micro_batch}", f"--global-batch-size {layout.global_batch}",
+             f"--train-iters {iters or 100}", "--mock-data", "--tokenizer-type NullTokenizer",
+             f"--vocab-size {model.vocab}"]
+    n_nodes, per_node = nodes(system, layout)
+    launcher = (f"torchrun --nnodes {n_nodes} --nproc-per-node {per_node} --rdzv-backend c10d "
+                "--rdzv-endpoint ${MASTER_ADDR}:29500 pretrain_gpt.py")
+    text = " \\\n    ".join([launcher] + args)
+    return Launch("megatron", f"Megatron-LM pretrain_gpt.py: {model.label} on {layout.chips} {system.chip.id} "
+                  f"({system.id}), {layout.describe()}", text, tuple(missing), tuple(assumed), LM_SOURCE)
+
+
+def _quote(value) -> str:
+    text = str(value)
+    return f'"{text}"' if any(c in text for c in "()[]*+, ") else text
+
+
+def megatron_bridge(model, system, layout, tokens=None) -> Launch:
+    """Megatron-Bridge (NeMo 2's successor) ConfigContainer overrides in YAML for a pretraining recipe."""
+    s, missing, assumed = _settings(model, layout)
+    model_section = {k: v for k, v in s.items() if v is not None and k not in ("max_position_embeddings",)}
+    if model.mlp == Mlp.SWIGLU:
+        model_section.update(gated_linear_unit=True, normalization="RMSNorm", position_embedding_type="rope",
+                             add_bias_linear=False)
+    model_section["share_embeddings_and_output_weights"] = model.tied_embeddings
+    model_section["vocab_size"] = model.vocab
+    if model.sliding_window:
+        model_section["window_size"] = [model.sliding_window, 0]
+    if isinstance(model_section.get("moe_layer_freq"), str):
+        model_section["moe_layer_freq"] = moe_layer_list(model)
+    iters = train_iters(model, layout, tokens)
+    if iters is None:
+        assumed.append("train_iters 100: no token count was given, so a short benchmark run")
+    sections = {
+        "model": model_section,
+        "train": {"micro_batch_size": layout.micro_batch, "global_batch_size": layout.global_batch,
+                  "train_iters": iters or 100},
+        "dataset": {"seq_length": model.seq_len},
+        "ddp": _bridge_ddp(layout),
+        "optimizer": {"use_distributed_optimizer": layout.sharding == Sharding.ZERO1},
+    }
+    precision = BRIDGE_PRECISION.get(layout.dtype)
+    lines = [_yaml(sections)] + ([f"mixed_precision: {precision}"] if precision else [])
+    stem = model.label.replace("-", "_").replace(".", "p").lower()
+    n_nodes, per_node = nodes(system, layout)
+    assumed.append(f"recipe: run as `torchrun --nnodes {n_nodes} --nproc-per-node {per_node} "
+                   f"scripts/training/run_recipe.py --model {stem} --mode pretrain --dataset mock` with these "
+                   "overrides as KEY=VALUE (section.field=value); a model without a recipe takes the model: "
+                   "section whole")
+    return Launch("nemo", f"Megatron-Bridge / NeMo pretraining overrides: {model.label} on {layout.chips} "
+                  f"{system.chip.id} ({system.id}), {layout.describe()}", "\n".join(lines), tuple(missing),
+                  tuple(assumed), BRIDGE_SOURCE)
+
+
+def _bridge_ddp(layout) -> dict:
+    out = {"use_distributed_optimizer": layout.sharding == Sharding.ZERO1}
+    if layout.sharding in FSDP_STRATEGY:
+        out.update(use_megatron_fsdp=True, data_parallel_sharding_strategy=FSDP_STRATEGY[layout.sharding])
+    return out
+
+
+def _yaml(sections: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(sections, sort_keys=False, default_flow_style=None, width=120).rstrip()

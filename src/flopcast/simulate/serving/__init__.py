@@ -1,0 +1,26 @@
+"""A discrete-event simulation of LLM serving: replicas, a router, batching schedulers, KV memory.
+
+The rooms: config (scheduler, routing, limits), requests (lengths, Poisson arrivals, traces),
+iteration (the cost of one batch iteration), schedulers (static, continuous, chunked-prefill),
+simulation (the request lifecycle on simulate/events.Engine), metrics (percentiles, SLOs, cost)
+and capacity (the highest rate within the SLOs). This face re-exports them, so
+`from flopcast.simulate import serving as S` reads as one module.
+
+Iteration times are the per-operator roofline of cost/inference.step_time, split as
+dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens, pairs),
+which equals step_time exactly and costs a few float operations per iteration.
+"""
+
+from .capacity import SPAN_HORIZONS, find_capacity
+from .config import Routing, Scheduler, ServingConfig, parse_choice
+from .iteration import IterationCost
+from .metrics import Outcome, ServingResult, summarize
+from .requests import Requests, lengths, poisson_requests, read_trace
+from .schedulers import POLICIES
+from .simulation import ARRIVAL, END, Replica, Simulation, simulate
+
+__all__ = [
+    "ARRIVAL", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "Outcome", "Replica", "Requests", "Routing",
+    "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",
+    "poisson_requests", "read_trace", "simulate", "summarize",
+]

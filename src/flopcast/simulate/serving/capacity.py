@@ -1,0 +1,59 @@
+"""The highest arrival rate a deployment serves within its SLOs (goodput), by bisection."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...cost import inference as inf
+from .config import Scheduler, ServingConfig
+from .iteration import IterationCost
+from .requests import lengths, poisson_requests
+from .simulation import simulate
+
+
+# Arrivals of a capacity run span this many SLO horizons (see find_capacity).
+SPAN_HORIZONS = 4.0
+
+
+def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
+                  output_tokens="128", seed: int = 0, attainment: float = 0.9, iterations: int = 12,
+                  max_requests: int = 50_000):
+    """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
+
+    Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica
+    cannot sustain may still meet lenient SLOs (its burst drains before the targets expire), so each
+    run lasts at least SPAN_HORIZONS x (TTFT target + median output x TPOT target) of arrivals, up to
+    `max_requests`: a sustained overload then builds a backlog that breaks the TTFT target.
+    Returns (qps, result at that qps); (0, None) when no rate meets the SLOs."""
+    out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
+    horizon = SPAN_HORIZONS * (config.slo_ttft_s + out_median * config.slo_tpot_s)
+
+    def run(q):
+        rng = np.random.default_rng(seed)
+        n = int(min(max(requests, math.ceil(q * horizon)), max(requests, max_requests)))
+        reqs = poisson_requests(q, rng, n=n, input_tokens=input_tokens, output_tokens=output_tokens)
+        return simulate(d, reqs, config, seed=seed, cost=cost)
+
+    cost = IterationCost.of(d, max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED
+                                   else config.max_batched_tokens, config.max_seqs) + 1)
+    lo, hi = 0.0, 0.5
+    best = None
+    r = run(hi)
+    while r.slo_attainment >= attainment and hi < 1e6:
+        lo, best = hi, r
+        hi *= 2.0
+        r = run(hi)
+    if best is None:
+        lo = 0.0
+    for _ in range(iterations):
+        mid = (lo + hi) / 2.0 if lo > 0 else hi / 2.0
+        if mid < 1e-4:
+            break
+        r = run(mid)
+        if r.slo_attainment >= attainment:
+            lo, best = mid, r
+        else:
+            hi = mid
+    return lo, best

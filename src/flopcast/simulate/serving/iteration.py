@@ -1,0 +1,42 @@
+"""What one batch iteration costs: cost/inference.step_time split for speed.
+
+dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens, pairs) equals
+step_time exactly and costs a few float operations per iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...cost import inference as inf
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """step_time split for speed: dense[n] + max(lf s, lb) + max(cf pairs, cb kv) seconds."""
+
+    dense: tuple  # seconds for n new tokens, n = 0..max_tokens (comm and overhead included)
+    logit_flop_s: float  # seconds per sequence producing logits (compute side)
+    logit_bytes_s: float  # seconds to stream the output layer once
+    attn_pair_s: float  # seconds per query-key pair (compute side)
+    attn_kv_s: float  # seconds per KV token read
+
+    @classmethod
+    def of(cls, d: inf.Deployment, max_tokens: int) -> "IterationCost":
+        n = np.arange(max_tokens + 1, dtype=float)
+        zero = np.zeros_like(n)
+        total, parts = inf.step_time(d, n, zero, zero, zero)
+        lb = float(parts["logits"][0])
+        dense = np.asarray(total) - lb - np.asarray(parts["attention/core"])
+        m = d.model
+        return cls(tuple(dense.tolist()), 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
+                   2.0 * m.layers * (m.q_dim + m.attn_out_dim) / d.compute_rate,
+                   d.kv_bytes_per_token / d.memory_rate)
+
+    def time(self, new_tokens: int, seqs: int, kv_tokens: float, pairs: float) -> float:
+        a = self.logit_flop_s * seqs
+        b = self.attn_pair_s * pairs
+        c = self.attn_kv_s * kv_tokens
+        return self.dense[new_tokens] + (a if a > self.logit_bytes_s else self.logit_bytes_s) + (b if b > c else c)

@@ -1,0 +1,138 @@
+"""Batching schedulers: what a replica's next iteration (one forward pass) carries.
+
+- static: a batch is admitted only when the previous one has finished; KV for
+  prompt + output is reserved up front (no preemption) (the pre-Orca baseline).
+- continuous: iteration-level scheduling (Yu et al. 2022, Orca, OSDI sec. 4.2) as
+  vLLM v0 does it: waiting prompts are prefilled in their own iteration whenever
+  they fit, otherwise all running sequences decode one token; when the KV cache
+  cannot grow, the most recently admitted sequence is preempted and recomputed
+  later (Kwon et al. 2023, vLLM/PagedAttention, sec. 4.5).
+- chunked-prefill: Sarathi-Serve (Agrawal et al. 2024, OSDI, sec. 4): every
+  iteration carries all decodes plus prompt chunks up to a token budget.
+
+Each policy takes the simulation (simulation.Simulation), an idle replica and the time, and
+returns the iteration's end event, or () when there is nothing to run.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from .config import Scheduler
+
+
+def static_iteration(sim, rep, now: float):
+    """A new batch only when the last one has drained; its output KV reserved up front."""
+    if rep.n_dec > 0:
+        return _decode(sim, rep, now)
+    return _prefill(sim, rep, now, reserve_output=True) or _decode(sim, rep, now)
+
+
+def continuous_iteration(sim, rep, now: float):
+    """Prefill waiting prompts that fit, else one decode step of every running sequence (vLLM v0)."""
+    started = _prefill(sim, rep, now, reserve_output=False)
+    if started or rep.n_dec == 0:
+        return started
+    sim.make_room(rep)
+    return _decode(sim, rep, now)
+
+
+def chunked_iteration(sim, rep, now: float):
+    """All decodes plus prompt chunks up to the token budget (Sarathi-Serve)."""
+    sim.make_room(rep)
+    left = sim.budget - rep.n_dec
+    chunks = _continued_chunks(sim, rep, left)  # (entry, tokens before, chunk tokens)
+    chunks += _new_chunks(sim, rep, left - sum(c for _, _, c in chunks))
+    tokens = rep.n_dec + sum(c for _, _, c in chunks)
+    if tokens == 0:
+        return ()
+    pairs = kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum)
+    for _, got, c in chunks:
+        pairs += c * (got + (c + 1) / 2.0)
+        kv += got + c
+    prompt = sim.prompt
+    seqs = rep.n_dec + sum(1 for entry, got, c in chunks if got + c >= prompt[entry[0]])
+    return sim.launch(rep, now + sim.ct(tokens, seqs, kv, pairs), partial(sim.end_chunked, rep, chunks))
+
+
+POLICIES = {Scheduler.STATIC: static_iteration, Scheduler.CONTINUOUS: continuous_iteration,
+            Scheduler.CHUNKED: chunked_iteration}
+
+
+def _prefill(sim, rep, now: float, *, reserve_output: bool):
+    """An iteration prefilling the waiting prompts that fit, or () when none does."""
+    if not rep.waiting:
+        return ()
+    rids, tokens, pairs = admit_prefill(sim, rep, sim.budget, reserve_output)
+    if not rids:
+        return ()
+    t = sim.iteration_time(tokens, len(rids), tokens, pairs)
+    rep.pre_kv += tokens
+    return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens))
+
+
+def _decode(sim, rep, now: float):
+    """One decode step of every running sequence, or () when none runs."""
+    n = rep.n_dec
+    if n == 0:
+        return ()
+    kv = rep.win_sum if sim.static_shapes else rep.ctx_sum
+    return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+
+
+def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):
+    """Pop waiting prompts that fit into this iteration, FCFS; returns (rids, tokens, pairs).
+
+    A prompt longer than the per-iteration budget runs alone (timed beyond the table, on the fly)."""
+    prompt, out, gen, cap = sim.prompt, sim.out, sim.gen, sim.cap
+    rids, tokens, pairs = [], 0, 0.0
+    used = rep.ctx_sum + rep.pre_kv
+    while rep.waiting and rep.n_dec + len(rids) < sim.max_seqs:
+        r = rep.waiting[0]
+        p = prompt[r]
+        need = p + (out[r] - gen[r] if reserve_output else 0)
+        if p > limit_tokens:
+            if rids or p > cap:
+                break
+        elif tokens + p > limit_tokens:
+            break
+        if used + need > cap:
+            break
+        rep.waiting.popleft()
+        rids.append(r)
+        tokens += p
+        pairs += p * (p + 1) / 2.0
+        used += need
+    return rids, tokens, pairs
+
+
+def _continued_chunks(sim, rep, left: int) -> list:
+    """The next chunk of each partly prefilled prompt, in admission order, while budget is left."""
+    chunks, prompt = [], sim.prompt
+    for entry in rep.prefilling:
+        if left <= 0:
+            break
+        r, got = entry
+        c = min(prompt[r] - got, left)
+        chunks.append((entry, got, c))
+        left -= c
+    return chunks
+
+
+def _new_chunks(sim, rep, left: int) -> list:
+    """Waiting prompts admitted while budget is left: KV reserved for the whole prompt, the first chunk run."""
+    chunks, prompt, cap = [], sim.prompt, sim.cap
+    used = rep.ctx_sum + rep.pre_kv
+    while left > 0 and rep.waiting and rep.n_dec + len(rep.prefilling) < sim.max_seqs:
+        r = rep.waiting[0]
+        if used + prompt[r] > cap:
+            break
+        rep.waiting.popleft()
+        entry = [r, 0]
+        rep.prefilling.append(entry)
+        used += prompt[r]
+        rep.pre_kv += prompt[r]  # KV blocks reserved for the whole prompt
+        c = min(prompt[r], left)
+        chunks.append((entry, 0, c))
+        left -= c
+    return chunks

@@ -1,0 +1,256 @@
+"""The serving simulation: each request's state, the replicas, and the events that move them.
+
+Events run on simulate/events.Engine (heap keyed (time, priority, sequence)); each handler returns
+its successor events (time, handler, priority), as vidur's events do. At equal times an iteration's
+end (priority 0) runs before an arrival (priority 1), so a request arriving exactly when an iteration
+ends sees the memory that iteration freed and can join the next one.
+
+A request arrives, is routed to a replica and waits; the replica's scheduler (schedulers.py) starts
+an iteration whenever the replica is idle; a prefilled prompt joins the decoders, a decoder finishes
+after its output tokens, or is preempted (its KV freed, its prompt and output recomputed later).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from functools import partial
+
+from ...cost import inference as inf
+from ...errors import FlopcastError
+from ..events import Engine
+from .config import Routing, Scheduler, ServingConfig
+from .iteration import IterationCost
+from .metrics import Outcome, ServingResult, summarize
+from .requests import Requests
+from .schedulers import POLICIES
+
+END, ARRIVAL = 0, 1  # event priorities: an iteration's end before an arrival at the same time
+
+
+class Replica:
+    __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "step",
+                 "busy", "outstanding", "iterations", "static_left", "preemptions")
+
+    def __init__(self, idx):
+        self.idx = idx
+        self.waiting = deque()  # request ids, FCFS (preempted ones go to the front)
+        self.prefilling = []  # [rid, tokens prefilled so far] (chunked-prefill)
+        self.pre_kv = 0  # KV tokens held by partly prefilled prompts
+        self.fin = []  # heap of (finish step, rid, epoch) of decoding sequences
+        self.order = []  # decoding rids in admission order (lazy: stale entries skipped)
+        self.n_dec = 0
+        self.ctx_sum = 0  # KV tokens of the decoding sequences
+        self.win_sum = 0  # their whole KV windows (input + output tokens): what a static-shape decode reads
+        self.step = 0  # decode steps taken by this replica
+        self.busy = False
+        self.outstanding = 0
+        self.iterations = 0
+        self.static_left = 0
+        self.preemptions = 0
+
+
+def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
+             record: bool = False, cost: IterationCost | None = None) -> ServingResult:
+    """Run the requests through `config.replicas` replicas of deployment `d`; returns latency percentiles etc."""
+    if config.replicas < 1:
+        raise FlopcastError(f"--replicas must be at least 1, got {config.replicas}")
+    if inf.kv_capacity_tokens(d) < 1:
+        raise FlopcastError(f"{d.model.label} in {d.weights.name} does not fit in {d.system.id} with tp {d.tp}: "
+                            "no memory left for a KV cache; use more chips or a smaller --weights format")
+    sim = Simulation(d, reqs, config, cost, seed, record)
+    sim.run()
+    return summarize(d, reqs, config, sim.outcome())
+
+
+class Simulation:
+    """One run: per-request state in lists indexed by request id, the replicas, the event engine."""
+
+    def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
+                 seed: int, record: bool):
+        self.d, self.config, self.record = d, config, record
+        self.cap = inf.kv_capacity_tokens(d)  # KV tokens a replica holds
+        # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
+        self.static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
+        self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
+        self.max_seqs = config.max_seqs
+        self.cost = cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)
+        self.ct = self.cost.time
+        self.policy = POLICIES[config.scheduler]
+        n = self.n = len(reqs)
+        self.arr = reqs.arrival_s.tolist()
+        self.inp = reqs.input_tokens.tolist()
+        self.out = reqs.output_tokens.tolist()
+        self.prompt = list(self.inp)  # tokens to prefill (a preempted sequence recomputes prompt + generated)
+        self.gen = [0] * n  # tokens generated when joining the decoders
+        self.start = [0] * n  # the replica's decode step when joining
+        self.base = [0] * n  # KV tokens when joining the decoders
+        self.epoch = [0] * n  # bumped by each preemption: stale finish entries are skipped
+        self.first = [math.nan] * n
+        self.done = [math.nan] * n
+        self.rejected = [False] * n
+        self.engine = Engine(seed)
+        self.replicas = [Replica(i) for i in range(config.replicas)]
+        self.events = []  # (time, kind, rid) when recorded
+        self.rr = 0  # round-robin cursor
+        self.in_system, self.area, self.last = 0, 0.0, 0.0
+
+    def run(self) -> None:
+        if self.n:
+            self.engine.at(self.arr[0], partial(self.arrive, 0), ARRIVAL)
+        self.engine.run()
+
+    def outcome(self) -> Outcome:
+        reps = self.replicas
+        return Outcome(self.first, self.done, self.rejected, sum(r.iterations for r in reps),
+                       sum(r.preemptions for r in reps), self.area, self.last, tuple(self.events))
+
+    # ------------------------------------------------------------ events
+
+    def arrive(self, r: int, e: Engine):
+        """Request r arrives: routed, queued (or rejected if it can never fit); the next arrival follows."""
+        self.account(e.now, +1)
+        if self.record:
+            self.events.append((e.now, "arrive", r))
+        rep = self.route()
+        successors = ()
+        if self.inp[r] + self.out[r] > self.cap:
+            self.rejected[r] = True
+            self.account(e.now, -1)
+        else:
+            rep.outstanding += 1
+            rep.waiting.append(r)
+            successors = self.start_iteration(rep, e.now)
+        if r + 1 < self.n:
+            successors += ((self.arr[r + 1], partial(self.arrive, r + 1), ARRIVAL),)
+        return successors
+
+    def end_decode(self, rep: Replica, e: Engine):
+        rep.busy = False
+        self.advance_decoders(rep, e.now)
+        return self.start_iteration(rep, e.now)
+
+    def end_prefill(self, rep: Replica, rids: list, tokens: int, e: Engine):
+        rep.busy = False
+        rep.pre_kv -= tokens
+        for r in rids:
+            self.join(rep, r, e.now)
+        return self.start_iteration(rep, e.now)
+
+    def end_chunked(self, rep: Replica, chunks: list, e: Engine):
+        """A mixed iteration ends: the decoders advance, prompts whose last chunk ran join them."""
+        rep.busy = False
+        if rep.n_dec > 0:
+            self.advance_decoders(rep, e.now)
+        for entry, _, c in chunks:
+            entry[1] += c
+        prompt, still = self.prompt, []
+        for entry in rep.prefilling:
+            r, got = entry
+            if got >= prompt[r]:
+                rep.pre_kv -= prompt[r]
+                self.join(rep, r, e.now)
+            else:
+                still.append(entry)
+        rep.prefilling = still
+        return self.start_iteration(rep, e.now)
+
+    # ------------------------------------------------------------ what the events do
+
+    def start_iteration(self, rep: Replica, now: float):
+        """The replica's next iteration, if it is idle and its scheduler finds work: () or one end event."""
+        if rep.busy:
+            return ()
+        return self.policy(self, rep, now)
+
+    def launch(self, rep: Replica, end_s: float, handler):
+        rep.busy = True
+        rep.iterations += 1
+        return ((end_s, handler, END),)
+
+    def route(self) -> Replica:
+        reps = self.replicas
+        if self.config.routing == Routing.ROUND_ROBIN:
+            rep = reps[self.rr % len(reps)]
+            self.rr += 1
+            return rep
+        return min(reps, key=lambda x: (x.outstanding, x.idx))
+
+    def account(self, now: float, delta: int) -> None:
+        """Requests in the system change by `delta` at `now` (for the time-average, Little's L)."""
+        self.area += self.in_system * (now - self.last)
+        self.last = now
+        self.in_system += delta
+
+    def finish(self, rep: Replica, r: int, now: float) -> None:
+        self.done[r] = now
+        rep.outstanding -= 1
+        self.account(now, -1)
+        if self.record:
+            self.events.append((now, "finish", r))
+
+    def join(self, rep: Replica, r: int, now: float) -> bool:
+        """Prompt r is prefilled: its first token exists; it decodes from the next step."""
+        if self.first[r] != self.first[r]:
+            self.first[r] = now
+        gen, out = self.gen, self.out
+        gen[r] += 1
+        if gen[r] >= out[r]:
+            self.finish(rep, r, now)
+            return False
+        self.start[r] = rep.step
+        self.base[r] = self.prompt[r]
+        heapq.heappush(rep.fin, (rep.step + out[r] - gen[r], r, self.epoch[r]))
+        rep.order.append(r)
+        rep.n_dec += 1
+        rep.ctx_sum += self.prompt[r]
+        rep.win_sum += self.inp[r] + out[r]
+        return True
+
+    def advance_decoders(self, rep: Replica, now: float) -> None:
+        """One decode step: every decoder's context grows by a token; those at their last token finish."""
+        rep.step += 1
+        rep.ctx_sum += rep.n_dec
+        fin, step, epoch, done = rep.fin, rep.step, self.epoch, self.done
+        while fin and fin[0][0] <= step:
+            _, r, ep = heapq.heappop(fin)
+            if ep != epoch[r] or done[r] == done[r]:
+                continue
+            rep.n_dec -= 1
+            rep.ctx_sum -= self.base[r] + step - self.start[r]
+            rep.win_sum -= self.inp[r] + self.out[r]
+            self.finish(rep, r, now)
+
+    def make_room(self, rep: Replica) -> None:
+        """Preempt the most recently admitted decoders until one more token each fits (vLLM recompute)."""
+        cap = self.cap
+        while rep.ctx_sum + rep.pre_kv + rep.n_dec > cap and rep.n_dec > 1:
+            self.preempt(rep)
+
+    def preempt(self, rep: Replica) -> bool:
+        """Evict the most recently admitted live decoder to the front of the queue (Kwon et al. 2023, sec. 4.5)."""
+        done, epoch, gen = self.done, self.epoch, self.gen
+        while rep.order:
+            r = rep.order.pop()
+            if done[r] == done[r] or epoch[r] < 0:
+                continue
+            g = gen[r] + rep.step - self.start[r]
+            ctx = self.base[r] + rep.step - self.start[r]
+            epoch[r] += 1
+            rep.n_dec -= 1
+            rep.ctx_sum -= ctx
+            rep.win_sum -= self.inp[r] + self.out[r]
+            gen[r] = g
+            self.prompt[r] = self.inp[r] + g  # recompute the prompt and what was generated
+            rep.waiting.appendleft(r)
+            rep.preemptions += 1
+            return True
+        return False
+
+    def iteration_time(self, tokens: int, seqs: int, kv: float, pairs: float) -> float:
+        """Seconds of a pass; beyond the precomputed table (a long prompt alone) timed by step_time itself."""
+        if tokens < len(self.cost.dense):
+            return self.ct(tokens, seqs, kv, pairs)
+        t, _ = inf.step_time(self.d, tokens, seqs, kv, pairs)
+        return float(t)

@@ -1,0 +1,171 @@
+"""Sweeps: the file, the hardware what-ifs, the shared search, the executors (local and Ray), the table, resume."""
+
+import json
+import math
+import textwrap
+
+import pytest
+
+from flopcast import api
+from flopcast.errors import FlopcastError
+from flopcast.model.system import Dtype
+from flopcast.plan.shared import SearchShare
+from flopcast.sweep import executors, hardware, spec, table
+
+TINY = """
+name: tiny
+models: [llama3-8b]
+systems: [trn2.48xlarge, p5.48xlarge]
+chips: [8, 16]
+tokens: 1T
+what_if:
+  memory_bandwidth: [1x, 2x]
+"""
+
+
+def _file(tmp_path, text, name="grid.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _key(rows):
+    """What must agree between engines: every column but timing-free text that names a temp path."""
+    return [{k: v for k, v in r.items()} for r in rows]
+
+
+def test_grid_expands_to_the_product(tmp_path):
+    s = spec.read(_file(tmp_path, TINY))
+    assert len(s.scenarios) == 1 * 2 * 2 * 2
+    assert len({x.id for x in s.scenarios}) == len(s.scenarios)
+    r = spec.read(_file(tmp_path, "models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: {from: 8, to: 64, times: 2}\n"
+                                  "what_if: {memory: {from: 40 GiB, to: 80 GiB, steps: 3}}\n"))
+    assert sorted({x.chips for x in r.scenarios}) == [8, 16, 32, 64]
+    assert sorted({x.what_if[0][1] for x in r.scenarios}) == pytest.approx([40 * 2**30, 60 * 2**30, 80 * 2**30])
+
+
+@pytest.mark.parametrize("text, words", [
+    ("models: [llama3-8b]\nsystem: [p5.48xlarge]\nchips: 8\n", "unknown key 'system' in the sweep file; did you mean 'systems'"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwith: [2x]}\n",
+     "unknown what-if 'memory_bandwith'; did you mean 'memory_bandwidth'"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nwhat_if: {memory_bandwidth: [5.8 TB]}\n",
+     "is not a bandwidth"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 0\n", "chips: 0 must be a positive whole number"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: {from: 8, to: 64}\n", "exactly one of times, step or steps"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nlayout: {tpp: 2}\n", "did you mean 'tp'"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nobjective: fastest\n", "objective"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nserving: {slo_ttft: 1s}\n", "not supported yet"),
+    ("- just a list\n", "must hold a mapping"),
+])
+def test_bad_files_are_one_line_errors(tmp_path, text, words):
+    with pytest.raises(FlopcastError) as e:
+        spec.read(_file(tmp_path, text))
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_model_or_system_stops_the_sweep(tmp_path):
+    for text in ("models: [llama3-8c]\nsystems: [p5.48xlarge]\nchips: 8\n",
+                 "models: [llama3-8b]\nsystems: [p5.48xlarg]\nchips: 8\n"):
+        with pytest.raises(FlopcastError, match="unknown"):
+            api.sweep(_file(tmp_path, text), workers=1)
+
+
+def test_what_ifs_go_through_the_catalog_loader():
+    base = hardware.variant("p5.48xlarge", {})
+    v = hardware.variant("p5.48xlarge", {"memory_bandwidth": "2x", "peak_flops.bf16": "1.5x", "power": "500 W",
+                                         "scale_out_bandwidth": "100 GB/s"})
+    assert v.chip.memory_bandwidth == pytest.approx(2 * base.chip.memory_bandwidth)
+    assert v.chip.peak_flops[Dtype.BF16] == pytest.approx(1.5 * base.chip.peak_flops[Dtype.BF16])
+    # the measured matmul ceiling moves with the peak: the achievable fraction stays the chip's
+    assert v.chip.mamf_fraction(Dtype.BF16) == pytest.approx(base.chip.mamf_fraction(Dtype.BF16))
+    assert v.chip.power == 500 and [t.bandwidth for t in v.tiers if t.scale_out] == [100e9]
+    assert v.chip.memory == base.chip.memory and v.tiers[0] == base.tiers[0]
+    big = hardware.variant("p5.48xlarge", {"scale_up_chips": 64})
+    assert big.chips_per_node == 64 and big.tiers[0].size == 64 and big.tiers[0].bandwidth == base.tiers[0].bandwidth
+    assert big.price_per_chip_hour == pytest.approx(base.price_per_chip_hour)
+    assert hardware.variant("p5.48xlarge", {"memory_bandwidth": "1x"}) is not None
+    with pytest.raises(FlopcastError, match="has no price"):
+        hardware.variant("trn2.48xlarge", {"price_per_chip_hour": "2x"})
+    with pytest.raises(FlopcastError, match="what-if"):
+        hardware.variant("p5.48xlarge", {"memory": "0 GiB"})
+
+
+def test_shared_search_gives_the_full_search_answer():
+    """Variants of speed, capacity and price reuse candidates and memory; every answer equals a fresh search."""
+    shared = SearchShare()
+    for over in ({}, {"memory_bandwidth": "2x"}, {"peak_flops.bf16": "0.5x", "memory": "0.5x"},
+                 {"scale_out_bandwidth": "4x", "price_per_hour": "10 USD/h"}, {"memory": "0.01x"}):
+        system = hardware.variant("p5.48xlarge", over)
+        a = api.train("llama3-8b", system, 16, tokens=1e12, shared=shared)
+        b = api.train("llama3-8b", system, 16, tokens=1e12)
+        assert a.to_dict() == b.to_dict(), over
+    assert shared.hits == 4 and shared.misses == 1 and shared.mismatches == 0
+
+
+def test_rows_equal_train_and_a_failing_scenario_is_a_row(tmp_path):
+    f = _file(tmp_path, TINY + "layout: [{}, {tp: 3}]\n")
+    run = api.sweep(f, tmp_path / "out.csv", workers=1)
+    assert run.ran == 16 and run.counts == {"ok": 8, "invalid": 8}
+    for row in run.rows:
+        if row["layout_pins"]:
+            assert row["status"] == "invalid" and "--tp 3" in row["error"] and row["step_time_s"] is None
+            continue
+        system = hardware.variant(row["system"], {"memory_bandwidth": row["what_if.memory_bandwidth"]})
+        ref = api.train("llama3-8b", system, row["chips"], tokens=1e12)
+        assert row["step_time_s"] == ref.step_time_s and row["layout_tp"] == ref.layout.tp
+        assert row["cost_usd"] == ref.cost_usd and row["expected_time_to_train_s"] == ref.expected.expected_s
+    back = table.read(tmp_path / "out.csv")
+    assert [r["scenario_id"] for r in back] == [r["scenario_id"] for r in run.rows]
+    assert back[0]["step_time_s"] == pytest.approx(run.rows[0]["step_time_s"])
+
+
+def test_resume_skips_what_is_done_and_reruns_failures(tmp_path):
+    f = _file(tmp_path, TINY)
+    out = tmp_path / "out.parquet"
+    first = api.sweep(f, out, workers=1)
+    assert first.ran == 8 and table.read(out)[0]["status"] == "ok"
+    again = api.sweep(f, out, workers=1)
+    assert again.ran == 0 and again.skipped == 8 and again.rows == first.rows
+    # an interrupted run: the table has two rows, the journal one more, one earlier row had failed
+    rows = table.read(out)
+    rows[1] = {**rows[1], "status": "failed", "error": "worker process died"}
+    table.write(out, rows[:2])
+    table.journal_path(out).write_text(json.dumps(rows[2]) + "\n{\"cut short")
+    resumed = api.sweep(f, out, workers=1)
+    assert resumed.skipped == 2 and resumed.ran == 6 and len(table.read(out)) == 8
+    assert not table.journal_path(out).exists()
+    assert api.sweep(f, out, workers=1, resume=False).ran == 8
+
+
+def _double_or_fail(x):
+    if x == 3:
+        raise FlopcastError("three is bad")
+    if x == 4:
+        raise ZeroDivisionError("four")
+    return 2 * x
+
+
+def test_executor_streams_results_and_errors():
+    for workers, batch in ((1, 1), (2, 2)):
+        outs = sorted(executors.run(range(6), _double_or_fail, workers=workers, batch=batch), key=lambda o: o.index)
+        assert [o.value for o in outs] == [0, 2, 4, None, None, 10]
+        assert outs[3].error == "three is bad" and outs[4].error == "ZeroDivisionError: four"
+    with pytest.raises(FlopcastError, match="unknown engine"):
+        list(executors.run([1], _double_or_fail, engine="spark"))
+    with pytest.raises(FlopcastError, match="for the ray engine"):
+        list(executors.run([1], _double_or_fail, address="auto"))
+
+
+def test_local_pool_and_ray_give_the_same_rows(tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'flopcast[ray]')")
+    f = _file(tmp_path, TINY)
+    one = api.sweep(f, workers=1)
+    pool = api.sweep(f, workers=2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = api.sweep(f, engine="ray")
+        outs = sorted(executors.run([4.0, -1.0, 9.0], math.sqrt, engine="ray", batch=2), key=lambda o: o.index)
+        assert [o.value for o in outs] == [2.0, None, 3.0] and outs[1].error == "ValueError: math domain error"
+    finally:
+        ray.shutdown()
+    assert one.rows == pool.rows == on_ray.rows and on_ray.engine == "ray"
