@@ -136,3 +136,32 @@ def test_shipped_intervals_cover_every_kind_nested_with_provenance():
             widths = [cu.interval_for(kind_key(task, b, moe)) for b in Basis]
             for narrow, wide in zip(widths, widths[1:]):
                 assert wide.low <= narrow.low <= 1.0 <= narrow.high <= wide.high
+
+
+def _cli(args, capsys):
+    from flopcast.cli import main
+
+    code = main(args)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def test_serve_simulates_each_end_of_the_interval(capsys):
+    import json
+
+    args = ["serve", "llama3-8b", "--hardware", "p5.48xlarge", "--qps", "20", "--requests", "60"]
+    text = _cli(args, capsys)
+    assert "(80%, p50:" in text and "each end simulated" in text
+    d = json.loads(_cli(args + ["--json"], capsys))
+    for k in ("ttft_s", "tpot_s"):
+        assert d[f"{k}_low"]["p50"] <= d[k]["p50"] <= d[f"{k}_high"]["p50"]
+    assert d["output_tokens_per_s_low"] <= d["output_tokens_per_s"] <= d["output_tokens_per_s_high"]
+    assert d["interval"]["kind"] == "serving/own/dense"
+
+
+def test_infer_and_train_text_show_ranges(capsys):
+    assert "(80%:" in _cli(["infer", "llama3-8b", "--hardware", "p5.48xlarge"], capsys)
+    text = _cli(["train", "llama3-8b", "--hardware", "tpu7x-pod", "--chips", "64", "--tp", "1", "--pp", "1",
+                 "--global-batch", "64", "--micro-batch", "1"], capsys)
+    assert "step time" in text and "(80%:" in text and "training/unseen/dense" in text

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import catalog
 from ..cost import inference as inf
+from ..cost.uncertainty import serving_interval
 from ..errors import FlopcastError
 from ..simulate import serving as S
 from ..units import GiB
@@ -122,6 +123,11 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
     click.echo("\n".join(lines))
 
 
+def _p50_range(b: dict, key: str, interval) -> str:
+    e = (b.get(key) or {}).get("p50")
+    return f"  ({interval.label}, p50: {_ms(e[0])} to {_ms(e[1])})" if e else ""
+
+
 @click.command()
 @_apply
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
@@ -179,7 +185,15 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
                                       input_tokens=input_tokens, output_tokens=output_tokens)
         res = S.simulate(d, reqs, cfg, seed=seed)
         qps_used = qps
-    out = res.to_dict()
+    interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    # each end of the interval is its own run of the same requests (queues are not linear in speed)
+    b = {} if capacity is not None else S.interval_bounds(d, reqs, cfg, interval, seed)
+    if interval is not None:
+        interval_note = (f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
+                         "leave-one-source-out errors (uncertainty.yaml)"
+                         + ("; not simulated at the capacity found" if capacity is not None else
+                            ", each end simulated with the same requests"))
+    out = S.with_interval(res.to_dict(), b, interval)
     out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": replicas,
                 "scheduler": cfg.scheduler.value, "qps": qps_used, "slo_ttft_s": cfg.slo_ttft_s,
                 "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": capacity, "assumptions": notes})
@@ -201,19 +215,24 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         lines.append(f"  offered load             {qps:g} requests/s")
     lines += [
         f"  requests                 {res.completed} completed of {res.requests}" + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
-        "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99")),
-        "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99")),
+        "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99"))
+        + _p50_range(b, "ttft_s", interval),
+        "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99"))
+        + _p50_range(b, "tpot_s", interval),
         "  e2e   p50/p90/p99        " + " / ".join(_ms(res.e2e_s[k]) for k in ("p50", "p90", "p99")),
         f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, {res.output_tokens_per_s:.4g} output tokens/s, "
-        f"{res.total_tokens_per_s:.4g} tokens/s (input + output)",
+        f"{res.total_tokens_per_s:.4g} tokens/s (input + output)"
+        + (f"  ({interval.label}: {b['output_tokens_per_s'][0]:.4g} to {b['output_tokens_per_s'][1]:.4g} output tokens/s)"
+           if b.get("output_tokens_per_s") else ""),
         f"  SLO attainment           {100 * res.slo_attainment:.1f} % of requests",
-        f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}",
+        f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}"
+        + (f"  ({interval.label}: {_money(b['cost_per_million_output_tokens_usd'][0])} to "
+           f"{_money(b['cost_per_million_output_tokens_usd'][1])})" if b.get("cost_per_million_output_tokens_usd") else ""),
         f"  cost per million tokens  {_money(res.cost_per_million_tokens_usd)} (input + output)",
         f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, {res.makespan_s:.1f} s",
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
-    if r.interval is not None:
-        lines.append(f"  - {r.interval.label} prediction interval of a {r.interval.kind} forecast from {r.interval.residuals} "
-                     "leave-one-source-out errors (uncertainty.yaml)")
+    if interval is not None:
+        lines.append(f"  - {interval_note}")
     click.echo("\n".join(lines))
 
