@@ -114,15 +114,39 @@ def test_unseen_family_interval_is_symmetric_in_log_space():
     assert u["log_error_low"] == pytest.approx(-u["log_error_high"]) and u["log_error_high"] >= 0.7
 
 
-def test_shipped_coverage_leaves_out_rows_the_calibration_was_fitted_on():
-    kind = kind_key(Task.TRAINING, Basis.OWN, False)
-    rows = [type("R", (), dict(run_id=str(i), source="new", kind=kind, predicted=100.0, measured=m, status="ok"))()
-            for i, m in enumerate([100.0, 104.0, 300.0])]
-    prov = {"data_file": "mine.csv", "rows": ["0"]}
-    cov = vu.shipped_coverage("mine.csv", rows, "training", prov)
-    assert cov["excluded"] == 1 and cov["n"] == 2
-    assert cov["covered"] == 1  # 104 lies inside the own-chip interval, 300 (3x faster) outside
-    assert vu.shipped_coverage("other.csv", rows, "training", prov)["n"] == 3
+def test_shipped_coverage_leaves_out_rows_the_calibration_was_fitted_on(tmp_path):
+    import csv
+
+    from flopcast import catalog
+    from flopcast.validate import training as vt
+
+    header, rows = vt.read_table("validation/calibration_runs.csv")
+    a100 = [r for r in rows if r["hardware"] == "a100-80gb"][:3]
+    path = tmp_path / "mine.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header)
+        w.writeheader()
+        w.writerows({**r, "source": "new"} for r in a100)
+    cases = vt.load_cases(path)[0]
+    assert set(vu.shipped_kinds(cases, catalog.calibration()).values()) == {"training/own/dense"}
+    # predictions at, 4% under and 3x under each measurement: the last lies outside the own-chip interval
+    results = [vt.RowResult(c.run_id, "new", "", "", 1, "ok", predicted=c.measured * f, measured=c.measured)
+               for c, f in zip(cases, (1.0, 1 / 1.04, 1 / 3))]
+    prov = {"data_file": "mine.csv", "rows": [cases[0].run_id]}
+    cov = vu.shipped_coverage(path, results, "training", prov)
+    assert cov["excluded"] == 1 and cov["n"] == 2 and cov["covered"] == 1
+    assert vu.shipped_coverage(path, results, "training", {"data_file": "other.csv"})["n"] == 3
+
+
+def test_fold_kinds_see_only_the_other_sources():
+    from flopcast.validate import training as vt
+
+    cases = vt.load_cases("validation/calibration_runs.csv")[0]
+    kinds = vu.fold_kinds(cases)
+    trn1 = [c.run_id for c in cases if c.system.chip.id == "trainium1"]
+    assert trn1 and all(kinds[r] == "training/unseen/dense" for r in trn1)  # its one source left out
+    h100 = [c.run_id for c in cases if c.system.chip.id == "h100-sxm" and not c.model.moe]
+    assert all(kinds[r] == "training/own/dense" for r in h100)
 
 
 def test_shipped_intervals_cover_every_kind_nested_with_provenance():

@@ -23,7 +23,6 @@ import numpy as np
 import yaml
 
 from ..cost.efficiency import Calibration, FamilyEfficiency
-from ..cost.uncertainty import Task, basis_of, kind_key
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from . import lockstep
@@ -309,10 +308,7 @@ def cross_validate(path, progress=None, workers: int | None = None) -> dict:
     fits = fold_fits(cases, workers)
     rows, folds = [], {}
     for src in sorted({c.source for c in cases}):
-        cal, info = fits[src]
-        used = set(info["rows_used"])
-        fitted = [c.system.chip for c in cases if c.run_id in used and c.source != src]
-        chips, families = {ch.id for ch in fitted}, {ch.family for ch in fitted}
+        cal, _ = fits[src]
         folds[src] = {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
         for c in (c for c in cases if c.source == src):
             lay, why = vt.best_layout(c, cal)
@@ -320,11 +316,8 @@ def cross_validate(path, progress=None, workers: int | None = None) -> dict:
                 rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
                                          measured=c.measured))
                 continue
-            # the kind of forecast this fold made: whether its fit saw the row's chip or family
-            basis = basis_of(c.system.chip.id, c.system.chip.family, chips, families)
             rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why,
-                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured,
-                                     kind_key(Task.TRAINING, basis, bool(c.model.moe))))
+                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured))
         if progress:
             progress(1)
     rows.extend(vt.skipped_rows(skipped))

@@ -22,7 +22,6 @@ import numpy as np
 
 from .. import catalog
 from ..cost.efficiency import Calibration
-from ..cost.uncertainty import training_kind
 from ..errors import FlopcastError
 from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
                               Sharding, Software, parse_choice)
@@ -391,7 +390,6 @@ class RowResult:
     chosen: tuple = ()
     predicted: float | None = None
     measured: float | None = None
-    kind: str = ""  # the kind of forecast (cost/uncertainty.py), set by cross-validation
 
     @property
     def error_pct(self) -> float | None:
@@ -405,7 +403,6 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
-            **({"kind": self.kind} if self.kind else {}),
         }
 
 
@@ -419,7 +416,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured, training_kind(cal, c.system.chip, bool(c.model.moe))))
+                                 predict(c, lay, cal), c.measured))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.uncertainty import ARCHS, BASES, Basis, Task, kind_key
+from ..cost.uncertainty import ARCHS, BASES, Basis, Task, basis_of, kind_key, training_kind
 from ..errors import FlopcastError
 
 LEVEL = 0.8
@@ -182,10 +182,28 @@ def write(path: Path, task: Task, sec: dict) -> None:
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
 
 
-def training_residuals(rows) -> list[Residual]:
-    """From cross-validated training RowResults (tokens/s per chip is a speed)."""
-    return [Residual(r.run_id, r.source, r.kind, math.log(r.predicted / r.measured))
-            for r in rows if r.status == "ok" and r.kind and r.predicted and r.measured]
+def fold_kinds(cases) -> dict:
+    """run_id -> the kind of forecast a leave-one-source-out fold makes of each row: whether the other sources
+    (the fold's fit) have runs of the row's chip, or of its family."""
+    out = {}
+    for src in {c.source for c in cases}:
+        others = [c.system.chip for c in cases if c.source != src and c.measured]
+        chips, families = {ch.id for ch in others}, {ch.family for ch in others}
+        for c in (c for c in cases if c.source == src):
+            basis = basis_of(c.system.chip.id, c.system.chip.family, chips, families)
+            out[c.run_id] = kind_key(Task.TRAINING, basis, bool(c.model.moe))
+    return out
+
+
+def shipped_kinds(cases, calibration) -> dict:
+    """run_id -> the kind of forecast the shipped calibration makes of each row."""
+    return {c.run_id: training_kind(calibration, c.system.chip, bool(c.model.moe)) for c in cases}
+
+
+def training_residuals(rows, kinds: dict) -> list[Residual]:
+    """From training RowResults (tokens/s per chip is a speed) and each row's kind of forecast."""
+    return [Residual(r.run_id, r.source, kinds[r.run_id], math.log(r.predicted / r.measured))
+            for r in rows if r.status == "ok" and r.run_id in kinds and r.predicted and r.measured]
 
 
 TIME_METRICS = ("tpot_ms", "ttft_ms")  # durations: a measured duration longer than predicted is a slower truth
@@ -208,7 +226,12 @@ def from_cross_validation(file, rows, task: str, write_to=None) -> dict:
 
     rows: training RowResults or serving figure dicts of `validate --cross-validate`."""
     task = Task(task)
-    residuals = training_residuals(rows) if task == Task.TRAINING else serving_residuals(rows)
+    if task == Task.TRAINING:
+        from . import training as vt
+
+        residuals = training_residuals(rows, fold_kinds(vt.load_cases(file)[0]))
+    else:
+        residuals = serving_residuals(rows)
     if not residuals:
         return {}
     command = f"flopcast validate {file} --cross-validate --write-intervals {write_to or 'FILE'}"
@@ -236,7 +259,13 @@ def shipped_coverage(file, rows, task: str, calibration_provenance: dict) -> dic
     interval_sources = set(prov.get("sources") or []) if prov.get("data_file") == name else set()
     same_cal_file = calibration_provenance.get("data_file", calibration_provenance.get("data")) == name
     fitted_rows = set(map(str, calibration_provenance.get("rows") or [])) if task == Task.TRAINING else None
-    residuals = training_residuals(rows) if task == Task.TRAINING else serving_residuals(rows)
+    if task == Task.TRAINING:
+        from .. import catalog
+        from . import training as vt
+
+        residuals = training_residuals(rows, shipped_kinds(vt.load_cases(file)[0], catalog.calibration()))
+    else:
+        residuals = serving_residuals(rows)
     hits, excluded = [], 0
     for r in residuals:
         run = r.run_id.split(":")[0]
