@@ -130,13 +130,6 @@ def serving_kind(chip_id: str, family: str | None, hardware_per_family: dict, mo
     return kind_key(Task.SERVING, basis, moe)
 
 
-def text(value: float, interval_low: float | None, interval_high: float | None, fmt: str, level: str) -> str:
-    """'66.5 (80%: 58-79)' with fmt applied to each number; the value alone without an interval."""
-    if interval_low is None or interval_high is None:
-        return format(value, fmt)
-    return f"{format(value, fmt)} ({level}: {format(interval_low, fmt)}-{format(interval_high, fmt)})"
-
-
 # the headline figures of a training forecast that carry *_low / *_high
 TRAINING_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "model_tflops_per_chip", "mfu", "hfu",
                  "time_to_train_s", "time_to_train_days", "expected_time_to_train_s", "expected_time_to_train_days",

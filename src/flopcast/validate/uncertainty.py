@@ -65,7 +65,7 @@ def bounds(values, level: float = LEVEL) -> tuple[float, float]:
 def _chain(kind: str) -> list[tuple[str, list[str]]]:
     """(label, kinds) pools from the kind itself to the whole task, each containing the last: the other
     architecture of the same basis, then the broader bases one by one, then every basis of the task."""
-    task, basis, arch = kind.split("/")
+    task, basis, _ = kind.split("/")
     order = [b.value for b in BASES]
     i = order.index(basis)
     pools = [(kind, [kind]), (f"{task}/{basis}/*", [f"{task}/{basis}/{a}" for a in ARCHS])]
@@ -102,7 +102,7 @@ def fit(residuals: list[Residual], task: Task, level: float = LEVEL) -> dict:
         by_kind.setdefault(r.kind, []).append(r.log_error)
     out = {}
     for arch in ARCHS:
-        prev = None
+        prev, prev_kind = None, ""
         for basis in BASES:
             k = kind_key(task, basis, arch == "moe")
             e = _fit_one(k, by_kind, level)
