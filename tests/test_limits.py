@@ -28,7 +28,7 @@ def test_hostile_values_are_one_sentence_naming_the_argument(name, value, proble
     with pytest.raises(FlopcastError) as exc:
         limits.check(name, value)
     msg = str(exc.value)
-    assert msg.startswith(f"{name}=") and problem in msg and "valid:" in msg and "\n" not in msg
+    assert msg.startswith(f"`{name}=") and problem in msg and "valid:" in msg and "\n" not in msg
     with pytest.raises(FlopcastError, match=f"^--{name.replace('_', '-')} "):
         limits.check(name, value, label=f"--{name.replace('_', '-')}")
 

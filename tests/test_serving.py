@@ -115,12 +115,10 @@ def test_trace_and_length_parsing(tmp_path):
 
 
 def test_cli_infer_and_serve():
-    import click
     from click.testing import CliRunner
 
-    from flopcast.cli.serving import infer, serve
+    from flopcast.cli import cli as group
 
-    group = click.Group(commands={"infer": infer, "serve": serve})
     run = CliRunner().invoke
     r = run(group, ["infer", "llama3-8b", "--hardware", "c8g.16xlarge", "--weights", "q4_0"])
     assert r.exit_code == 0 and "tokens/s" in r.output and "graviton4" in r.output

@@ -108,7 +108,7 @@ def test_rows_equal_train_and_a_failing_scenario_is_a_row(tmp_path):
     assert run.ran == 16 and run.counts == {"ok": 8, "invalid": 8}
     for row in run.rows:
         if row["layout_pins"]:
-            assert row["status"] == "invalid" and "--tp 3" in row["error"] and row["step_time_s"] is None
+            assert row["status"] == "invalid" and "`tp=3`" in row["error"] and row["step_time_s"] is None
             continue
         system = hardware.variant(row["system"], {"memory_bandwidth": row["what_if.memory_bandwidth"]})
         ref = api.train("llama3-8b", system, row["chips"], tokens=1e12)

@@ -8,6 +8,7 @@ import pytest
 
 from flopcast import catalog
 from flopcast.cli import main
+from flopcast.api.validation import schema
 from flopcast.cli import validate as cli_validate
 from flopcast.errors import FlopcastError
 from flopcast.validate import inference as vi
@@ -232,15 +233,15 @@ def test_serving_csv_without_any_measured_column(inference_csv, tmp_path, capsys
 
 def test_schema_detection_by_distinctive_columns(tmp_path):
     t = _write(tmp_path / "t.csv", list(vt.REQUIRED), [["1"] * len(vt.REQUIRED)])
-    assert cli_validate._schema(str(t)) == "training"
+    assert schema(str(t)) == "training"
     s = _write(tmp_path / "s.csv", list(vi.REQUIRED) + ["measured_tpot_ms"], [["1"] * 6])
-    assert cli_validate._schema(str(s)) == "serving"
+    assert schema(str(s)) == "serving"
     closer_serving = _write(tmp_path / "cs.csv", ["run_id", "engine", "batch", "measured_tpot_ms"], [["1"] * 4])
     with pytest.raises(FlopcastError, match="serving schema"):
-        cli_validate._schema(str(closer_serving))
+        schema(str(closer_serving))
     closer_training = _write(tmp_path / "ct.csv", ["run_id", "layers", "hidden", "dtype"], [["1"] * 4])
     with pytest.raises(FlopcastError, match="training schema"):
-        cli_validate._schema(str(closer_training))
+        schema(str(closer_training))
 
 
 def test_byte_order_mark_and_padded_header_names(calibration_csv, tmp_path):
@@ -248,7 +249,7 @@ def test_byte_order_mark_and_padded_header_names(calibration_csv, tmp_path):
     f = tmp_path / "bom.csv"
     with open(f, "w", newline="", encoding="utf-8-sig") as fh:
         csv.writer(fh).writerows([[f" {h} " for h in header]] + rows[:1])
-    assert cli_validate._schema(str(f)) == "training"
+    assert schema(str(f)) == "training"
     rows_out = vt.run_validation(f, catalog.calibration())
     assert [r.status for r in rows_out] == ["ok"]
 

@@ -85,7 +85,7 @@ def check(name: str, value, *, label: str | None = None):
     if value is None:
         return None
     bound = LIMITS[name]
-    shown = f"{label} {value!r}" if label else f"{name}={value!r}"
+    shown = f"{label} {value!r}" if label else f"`{name}={value!r}`"
     try:
         out = _number(value, bound)
     except (ValueError, TypeError, OverflowError):

@@ -103,12 +103,18 @@ def _finite(value: float, text: str) -> float:
     return value
 
 
+# duration suffixes, longest first so that "ms" is not read as "s" and "min" not as "in"
+_DURATION_SUFFIXES = (("weeks", 7 * DAY), ("week", 7 * DAY), ("days", DAY), ("day", DAY), ("hours", HOUR),
+                      ("hour", HOUR), ("mins", 60.0), ("min", 60.0), ("ms", 1e-3), ("us", 1e-6), ("w", 7 * DAY),
+                      ("d", DAY), ("h", HOUR), ("s", 1.0))
+
+
 def parse_duration(text: str) -> float:
-    """'30d', '12h', '90 min', '100ms', '3600' -> seconds; ValueError for text that is not a finite duration."""
+    """'30d', '12h', '90 min', '500ms', '2w', '3600' (seconds) -> seconds; ValueError for text that is not a
+    finite duration."""
     t = str(text).strip().lower().replace(" ", "")
-    for suffix, factor in (("days", DAY), ("day", DAY), ("d", DAY), ("min", 60.0), ("ms", 1e-3), ("us", 1e-6),
-                           ("h", HOUR), ("w", 7 * DAY), ("s", 1.0)):
-        if t.endswith(suffix):
+    for suffix, factor in _DURATION_SUFFIXES:
+        if t.endswith(suffix) and t != suffix:
             return _finite(float(t[: -len(suffix)]) * factor, text)
     return _finite(float(t), text)
 

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from ..errors import FlopcastError
+from ..errors import FlopcastError, flag_names
 
 # name -> (module in this package, attribute, one-line summary shown by `flopcast --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -32,6 +32,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def flags(command: click.Command | None) -> dict:
+    """{argument: (flag, negated flag or None)} of a command's options: micro_batch -> --micro-batch."""
+    out = {}
+    for p in getattr(command, "params", ()):
+        if isinstance(p, click.Option):
+            long = [o for o in p.opts if o.startswith("--")] or p.opts
+            negated = [o for o in p.secondary_opts if o.startswith("--")]
+            out[p.name] = (long[0], negated[0] if negated else None)
+    return out
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported from COMMANDS when they run (`--help` imports none)."""
 
@@ -43,6 +54,13 @@ class LazyGroup(click.Group):
             return None
         module, attribute, _ = COMMANDS[name]
         return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except FlopcastError as exc:  # the API names its arguments (`tp=3`); say the flags (--tp 3)
+            command = self.get_command(ctx, ctx.invoked_subcommand or "")
+            raise FlopcastError(flag_names(str(exc), flags(command))) from None
 
     def format_commands(self, ctx, formatter):
         with formatter.section("Commands"):

@@ -10,7 +10,7 @@ import textwrap
 
 import click
 
-from .. import claims as C
+from .. import api
 from ..report.text import table
 from .options import report_options
 from .render import emit_report, to_json
@@ -86,7 +86,8 @@ def _details(d: dict, indent: str = "    ") -> list[str]:
     return lines
 
 
-def report(result: C.ClaimsResult) -> str:
+def report(result) -> str:
+    """The text of a claims.ClaimsResult: the summary table, the verdict rules, then each claim's details."""
     head = list(WIDTHS)
     rows = [[r.id, r.claim, _with_unit(r.claimed, r.unit), _with_unit(r.estimate, r.unit), r.verdict, r.why]
             for r in result.rows]
@@ -118,8 +119,9 @@ def claims(as_json, quick, html, png):
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    result = C.evaluate(quick=quick, progress=lambda msg: click.echo(msg, err=True))
-    click.echo(to_json(result.to_dict()) if as_json else report(result))
+    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True))
+    result = out.result
+    click.echo(to_json(out.to_dict()) if as_json else report(result))
     from ..report import figures  # the figures load matplotlib only when a report is asked for
 
     emit_report(html, png, lambda: figures.claims_report(result))

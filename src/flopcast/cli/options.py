@@ -1,11 +1,8 @@
-"""Click options and argument parsers shared by several commands. Imports no command module."""
+"""Click options shared by several commands (layout, --html/--png). Imports no command module."""
 
 from __future__ import annotations
 
 import click
-
-from ..errors import FlopcastError
-from ..units import parse_count, parse_duration
 
 
 def layout_options(f):
@@ -51,34 +48,3 @@ def report_options(f):
     f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
                      help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
     return f
-
-
-def tokens(text: str | None, model) -> float | None:
-    """--tokens: a count (6e12, 300B, 1.5T) or 'chinchilla' (20 per parameter of `model`, a name or Model)."""
-    if text is None:
-        return None
-    from .. import api
-
-    if text.strip().lower() in ("chinchilla", "20x", "auto"):
-        return api.default_tokens(api.resolve_model(model))
-    try:
-        return parse_count(text)
-    except ValueError:
-        raise FlopcastError(f"--tokens {text!r} is not a number; write e.g. 6e12, 300B or 1.5T") from None
-
-
-def seconds(text: str, option: str) -> float:
-    """A positive duration such as 1s, 500ms or 2min, in seconds; a one-line error naming `option`."""
-    t = text.strip().lower().replace(" ", "")
-    try:
-        if t.endswith("ms"):
-            v = float(t[:-2]) / 1e3
-        elif t.endswith("us"):
-            v = float(t[:-2]) / 1e6
-        else:
-            v = parse_duration(t)
-    except ValueError:
-        raise FlopcastError(f"{option} {text!r} is not a duration; write e.g. 1s, 500ms, 50ms") from None
-    if v <= 0:
-        raise FlopcastError(f"{option} must be positive, got {text!r}")
-    return v

@@ -2,78 +2,18 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from .. import api
-from ..cost.reliability import GoodputAssumptions, goodput_for
-from ..errors import FlopcastError
-from ..simulate.reliability import simulate
-from ..units import GIGA, HOUR, GiB, fmt, fmt_duration, parse_count, parse_duration
+from ..units import HOUR, fmt, fmt_duration
 from .options import layout_from, layout_options, report_options
 from .render import echo_json, emit_report
-
-
-def _chip_list(text: str) -> list[int]:
-    try:
-        out = [int(parse_count(x)) for x in text.split(",") if x.strip()]
-    except ValueError:
-        out = []
-    if not out or any(n < 1 for n in out):
-        raise FlopcastError(f"--sweep-chips must be a comma-separated list of positive chip counts such as 1024,8192, got {text!r}")
-    return sorted(set(out))
-
-
-def _assumptions(mtbf, write, load, async_ckpt, restart_min, spares, interval, cv) -> GoodputAssumptions:
-    for option, v in (("--mtbf-chip-hours", mtbf), ("--checkpoint-write-gbps", write), ("--checkpoint-load-gbps", load)):
-        if v is not None and not (v > 0 and v != float("inf")):
-            raise FlopcastError(f"{option} must be a positive number, got {v:g}")
-    for option, v in (("--restart-minutes", restart_min), ("--cv", cv), ("--spares", spares)):
-        if v is not None and not v >= 0:
-            raise FlopcastError(f"{option} must be zero or more, got {v:g}")
-    kw = {}
-    if mtbf is not None:
-        kw["mtbf_chip_hours"] = mtbf
-    if write is not None:
-        kw["checkpoint_write_bps"] = write * GIGA
-    if load is not None:
-        kw["checkpoint_load_bps"] = load * GIGA
-    if async_ckpt is not None:
-        kw["async_checkpoint"] = async_ckpt
-    if restart_min is not None:
-        kw["restart_s"] = restart_min * 60.0
-    if spares is not None:
-        kw["spares"] = spares
-    if interval is not None:
-        try:
-            kw["interval_s"] = parse_duration(interval)
-        except ValueError:
-            raise FlopcastError(f"--interval must be a duration such as 30min, 2h or 900 (seconds), got {interval!r}") from None
-        if not kw["interval_s"] > 0:
-            raise FlopcastError(f"--interval must be positive, got {interval!r}")
-    if cv is not None:
-        kw["cv"] = cv
-    for name in ("mtbf_chip_hours", "checkpoint_write_bps", "checkpoint_load_bps", "restart_s", "interval_s", "cv"):
-        if name in kw and not kw[name] >= 0:
-            raise FlopcastError(f"--{name.replace('_', '-')} must not be negative, got {kw[name]}")
-    return GoodputAssumptions(**kw)
 
 
 def _reports():
     from ..report import figures  # the figures load matplotlib only when a report is asked for
 
     return figures
-
-
-def _train(model, hardware, chips, tokens, layout):
-    r = api.train(model, hardware=hardware, chips=chips, tokens=tokens, **layout)
-    if not r.fits:
-        raise FlopcastError(
-            f"{r.model.label} does not fit on {r.chips:,} {r.system.chip.id} chips"
-            f"{' with the given layout' if layout else ' with any layout'}: it needs {r.memory_gib:,.1f} GiB of "
-            f"{r.memory_capacity_bytes / GiB:,.1f} GiB per chip (`flopcast train` shows the breakdown); use more chips")
-    return r
 
 
 @click.command("reliability")
@@ -100,29 +40,17 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
                 checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json,
                 html, png, seq_len, **kw):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
-    layout = layout_from(kw)
-    base = _assumptions(mtbf_chip_hours, checkpoint_write_gbps, checkpoint_load_gbps, async_checkpoint,
-                        restart_minutes, spares, interval, cv)
-    m = api.resolve_model(model, seq_len)
-    if tokens is None:
-        n_tokens = api.default_tokens(m)
-    else:
-        try:
-            n_tokens = parse_count(str(tokens))
-        except ValueError:
-            raise FlopcastError(f"--tokens must be a count such as 6T or 1.5e12, got {tokens!r}") from None
-    if trials is not None and trials < 1:
-        raise FlopcastError(f"--trials must be a positive whole number, got {trials}")
+    out = api.reliability(model, hardware, chips, tokens=tokens, trials=trials, seed=seed, sweep_chips=sweep_chips,
+                          seq_len=seq_len, mtbf_chip_hours=mtbf_chip_hours, checkpoint_write_gbps=checkpoint_write_gbps,
+                          checkpoint_load_gbps=checkpoint_load_gbps, async_checkpoint=async_checkpoint,
+                          restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv, **layout_from(kw))
     if sweep_chips:
-        _sweep(m, hardware, _chip_list(sweep_chips), n_tokens, layout, base, trials, seed, as_json, html, png)
+        _sweep(out, as_json, html, png)
         return
-    result = _train(m, hardware, chips, n_tokens, layout)
-    g = goodput_for(result, base)
-    a = g.assumptions
-    sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, a, trials=trials, seed=seed)
+    result, g, sim = out.train, out.goodput, out.monte_carlo
     emit_report(html, png, lambda: _reports().reliability_report(result, g, sim))
     if as_json:
-        echo_json({"train": result.to_dict(), "closed_form": g.to_dict(), "monte_carlo": sim.summary()})
+        echo_json(out.to_dict())
         return
     _print_one(result, g, sim)
 
@@ -174,35 +102,13 @@ def _print_assumptions(a, g=None):
       + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
 
 
-def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html=None, png=None):
-    rows, errors = [], {}
-    pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
-    for n in sizes:
-        try:
-            r = _train(m, hardware, n, tokens, pinned)
-        except FlopcastError as exc:
-            errors[n] = str(exc)
-            continue
-        g = goodput_for(r, base)
-        sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=min(trials, 200), seed=seed)
-        rows.append((n, r, g, sim))
-    if not rows:
-        raise FlopcastError("no cluster size in --sweep-chips gives a valid layout: " + "; ".join(f"{n}: {e}" for n, e in errors.items()))
-    # where adding chips stops paying off: the first size whose extra chips buy less than half their worth
-    knee, best = None, min(rows, key=lambda x: x[2].expected_s)[0]
-    for (n0, _, g0, _), (n1, _, g1, _) in zip(rows, rows[1:]):
-        marginal = (g0.expected_s / g1.expected_s - 1) / (n1 / n0 - 1)
-        if knee is None and marginal < 0.5:
-            knee = n0
+def _sweep(out, as_json, html=None, png=None):
+    m, hardware, tokens, rows, errors = out.model, out.hardware, out.tokens, out.sweep, out.errors
+    knee, best = out.stops_paying_off_beyond, out.fastest_chips
     emit_report(html, png, lambda: _reports().reliability_sweep_report(
         [(n, r, g) for n, r, g, _ in rows], f"flopcast reliability: {m.label} on {hardware}, {tokens:.3g} tokens"))
     if as_json:
-        echo_json({
-            "sweep": [{"chips": n, "chips_used": g.chips, "layout": r.layout.as_dict(), "closed_form": g.to_dict(),
-                       "monte_carlo": sim.summary()} for n, r, g, sim in rows],
-            "errors": {str(k): v for k, v in errors.items()},
-            "fastest_chips": best, "stops_paying_off_beyond": knee,
-        })
+        echo_json(out.to_dict())
         return
     e = click.echo
     e(f"{m.label} on {hardware}, {tokens:.3g} tokens: goodput and time-to-train by cluster size")
@@ -210,12 +116,12 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, as_json, html
       f"{'expected':>11} {'MC p50':>11} {'MC p90':>11} {'chip-hours':>12} {'marginal':>9}")
     prev = None
     for n, r, g, sim in rows:
-        marginal = "" if prev is None else f"{(prev[2].expected_s / g.expected_s - 1) / (n / prev[0] - 1):.0%}"
+        marginal = "" if prev is None else f"{out.marginal(prev, (n, r, g, sim)):.0%}"
         e(f"{n:>8,} {_layout(r):>24} {fmt_duration(g.ideal_s):>11} {fmt_duration(g.job_mtbf_s):>10} "
           f"{fmt_duration(g.interval_s):>10} {g.goodput:>8.1%} {fmt_duration(g.expected_s):>11} "
           f"{fmt_duration(sim.percentile(50)):>11} {fmt_duration(sim.percentile(90)):>11} "
           f"{g.expected_s * n / HOUR:>12,.0f} {marginal:>9}")
-        prev = (n, r, g)
+        prev = (n, r, g, sim)
     for n, msg in errors.items():
         e(f"{n:>8,}  skipped: {msg}")
     e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")

@@ -9,7 +9,6 @@ from .. import api
 from ..errors import FlopcastError
 from ..report.figures import DEFAULT_SERVE_CHIPS, DEFAULT_SERVE_MODEL, DEFAULT_SERVE_SYSTEM, build_report
 from .options import layout_from, layout_options, report_options
-from .options import tokens as parse_tokens
 from .render import emit_report
 
 
@@ -46,7 +45,8 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
         raise FlopcastError(f"--requests must be at least 10, got {n_requests}")
     if not html and not png:
         html = "flopcast-report.html"
-    n_tokens = parse_tokens(tokens, model) if tokens else None
+    m = api.resolve_model(model, seq_len)
+    n_tokens = api.args.tokens(tokens, m) if tokens else None
     scaling = None
     if sizes:
         try:
@@ -55,7 +55,6 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
             scaling = []
         if not scaling or min(scaling) < 1:
             raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
-    m = api.resolve_model(model, seq_len)
     emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
                                                 serve_hardware=serve_hardware, serve_chips=serve_chips,
                                                 requests=n_requests, scaling_chips=scaling, layout=layout_from(kw)))

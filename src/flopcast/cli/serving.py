@@ -6,15 +6,10 @@ No formulas here. Errors are FlopcastError; the main group turns them into one l
 from __future__ import annotations
 
 import click
-import numpy as np
 
-from .. import catalog
-from ..cost import inference as inf
-from ..cost.uncertainty import serving_interval
-from ..errors import FlopcastError
-from ..simulate import serving as S
+from .. import api
 from ..units import GiB
-from .options import report_options, seconds
+from .options import report_options
 from .render import echo_json, emit_report
 
 
@@ -22,27 +17,6 @@ def _reports():
     from ..report import figures  # the figures load matplotlib only when a report is asked for
 
     return figures
-
-
-def _deployment(model, hardware, chips, tp, threads, weights, kv_dtype):
-    m = catalog.load_model(model)
-    s = catalog.system_for(hardware)
-    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
-
-
-def _assumptions(d: inf.Deployment) -> list[str]:
-    out = list(d.assumptions)
-    table = inf.load_inference_calibration()
-    if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
-        out += inf.graviton4_assumptions(d)
-    elif d.family in table:
-        out.append(inf.calibration_basis(d))
-    if d.system.price_per_hour is None:
-        out.append(f"no price known for {d.system.id}: cost not shown")
-    elif d.tp * d.replicas != d.system.chips_per_node:
-        out.append(f"cost: {d.system.id}'s price pro rata to the {d.tp * d.replicas} of its {d.system.chips_per_node} "
-                   f"chips in use (a smaller instance of the family may rent them whole)")
-    return out
 
 
 def _money(v):
@@ -79,14 +53,12 @@ def _apply(fn):
 @report_options
 def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json, html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
-    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
-    r = inf.predict(d, batch, input_tokens, output_tokens)
-    notes = _assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
+                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
-        out = r.to_dict()
-        out["assumptions"] = notes
-        echo_json(out)
+        echo_json(res.to_dict())
         return
     mem = r.memory_bytes
     b = r.bounds()
@@ -117,9 +89,6 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_t
         "  decode step: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in r.decode_breakdown_s.items() if v > 0),
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
-    if r.interval is not None:
-        lines.append(f"  - {r.interval.label} prediction interval of a {r.interval.kind} forecast from {r.interval.residuals} "
-                     "leave-one-source-out errors (uncertainty.yaml)")
     click.echo("\n".join(lines))
 
 
@@ -131,7 +100,7 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.command()
 @_apply
 @click.option("--qps", type=float, default=None, help="Poisson arrival rate, requests/s (not with --trace)")
-@click.option("--requests", "n_requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
+@click.option("--requests", type=int, default=None, help="Number of requests (default: 500 at a fixed --qps; 400 per trial rate with --find-capacity, as `compare --serve`)")
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
@@ -145,64 +114,22 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
-    d = _deployment(model, hardware, chips, tp, threads, weights, kv_dtype)
-    cfg = S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "--scheduler"), replicas=replicas,
-                          routing=S.parse_choice(S.Routing, router, "--router"),
-                          slo_ttft_s=seconds(slo_ttft, "--slo-ttft"), slo_tpot_s=seconds(slo_tpot, "--slo-tpot"))
-    if n_requests is not None and duration is not None:
-        raise FlopcastError("give either --requests or --duration, not both")
-    notes = _assumptions(d)
-    capacity = None
-    if find_capacity:
-        if qps is not None:
-            raise FlopcastError("--find-capacity searches the request rate; leave out --qps")
-        if trace:
-            raise FlopcastError("--find-capacity draws Poisson arrivals; leave out --trace")
-        if n_requests is not None and n_requests < 10:
-            raise FlopcastError(f"--requests must be at least 10 with --find-capacity, got {n_requests}")
-        capacity, res = S.find_capacity(d, cfg, requests=n_requests or 400, input_tokens=input_tokens,
-                                        output_tokens=output_tokens, seed=seed)
-        if res is None:
-            raise FlopcastError("no request rate meets the SLOs (even the lowest tried); relax --slo-ttft/--slo-tpot")
-        qps_used = capacity
-    else:
-        rng = np.random.default_rng(seed)
-        if trace:
-            if qps is not None:
-                raise FlopcastError("--trace gives the arrivals; leave out --qps")
-            reqs = S.read_trace(trace, notes)
-        else:
-            if qps is None:
-                raise FlopcastError("--qps is required (a positive request rate) unless --trace or --find-capacity is given")
-            dur = seconds(duration, "--duration") if duration else None
-            if n_requests is not None and n_requests < 1:
-                raise FlopcastError(f"--requests must be at least 1, got {n_requests}")
-            reqs = S.poisson_requests(qps, rng, n=None if dur else (n_requests or 500), duration_s=dur,
-                                      input_tokens=input_tokens, output_tokens=output_tokens)
-        res = S.simulate(d, reqs, cfg, seed=seed)
-        qps_used = qps
-    interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
-    # each end of the interval is its own run of the same requests (queues are not linear in speed)
-    b = {} if capacity is not None else S.interval_bounds(d, reqs, cfg, interval, seed)
-    if interval is not None:
-        interval_note = (f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
-                         "leave-one-source-out errors (uncertainty.yaml)"
-                         + ("; not simulated at the capacity found" if capacity is not None else
-                            ", each end simulated with the same requests"))
-    out = S.with_interval(res.to_dict(), b, interval)
-    out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": replicas,
-                "scheduler": cfg.scheduler.value, "qps": qps_used, "slo_ttft_s": cfg.slo_ttft_s,
-                "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": capacity, "assumptions": notes})
-    center = qps_used or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
+    out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
+                    requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
+                    trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
+                    replicas=replicas, router=router, find_capacity=find_capacity)
+    d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
+    b, interval = out.bounds, out.interval
+    center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
-        d, cfg, rates=_reports().load_rates(center), requests=min(n_requests or 500, 300), input_tokens=input_tokens,
+        d, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300), input_tokens=input_tokens,
         output_tokens=output_tokens, seed=seed, marked_qps=center))
     if as_json:
-        echo_json(out)
+        echo_json(out.to_dict())
         return
     head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
            f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
@@ -232,7 +159,5 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, n_request
         f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, {res.makespan_s:.1f} s",
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
-    if interval is not None:
-        lines.append(f"  - {interval_note}")
     click.echo("\n".join(lines))
 

@@ -7,7 +7,6 @@ import click
 from .. import api
 from ..progress import Progress
 from .options import layout_from, layout_options, report_options
-from .options import tokens as parse_tokens
 from .render import echo_json, emit_report, to_json
 
 
@@ -38,7 +37,7 @@ def train(model, hardware, chips, tokens, objective, as_json, seq_len, html, png
     20 tokens per parameter.
     """
     default_scenario = tokens is None and model == api.DEFAULT_MODEL and hardware == api.DEFAULT_SYSTEM
-    n_tokens = parse_tokens(tokens, model) if tokens else (api.default_tokens(api.resolve_model(model)) if default_scenario else None)
+    n_tokens = tokens or ("chinchilla" if default_scenario else None)  # the built-in scenario trains 20 per parameter
     with Progress("searching layouts", enabled=not as_json) as bar:
         r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
                       **layout_from(kw))

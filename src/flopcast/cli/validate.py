@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import math
 import re
-from pathlib import Path
 
 import click
 
-from .. import catalog
+from .. import api
+from ..api.validation import prepare_out
 from ..errors import FlopcastError
+from ..progress import Progress
 from ..report.text import table
 from ..validate import training as vt
 from .render import to_json
@@ -30,38 +31,6 @@ def _layout_text(r: vt.RowResult) -> str:
         mark = "*" if k in r.chosen else ""
         parts.append(f"{SHORT.get(k, k)}={v}{mark}")
     return " ".join(parts)
-
-
-# the columns only one schema has (validation/README.md): they decide which schema a header means
-TRAINING_ONLY = frozenset({"source_locator", "params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                           "seq_len", "mlp", "moe_experts", "moe_topk", "moe_expert_ffn", "pp", "dp", "cp", "ep", "vp",
-                           "micro_batch", "global_batch", "dtype", "recompute", "sharding", vt.MEASURED, "measured_as"})
-SERVING_ONLY = frozenset({"instance", "vcpus", "threads", "engine", "weights", "batch", "input_tokens",
-                          "output_tokens", "measured_decode_tokens_per_s_per_stream",
-                          "measured_output_tokens_per_s_total", "measured_tpot_ms", "measured_ttft_ms",
-                          "measured_prefill_tokens_per_s"})
-
-
-def _schema(path: str) -> str:
-    """'training' or 'serving', from the header's columns; a one-line error for an empty file or one that
-    has neither schema's columns (naming what the closer schema, by its own columns present, lacks)."""
-    from ..validate import inference as vi
-
-    header, _ = vt.read_table(path)
-    if not header:
-        raise FlopcastError(f"{path} is empty")
-    if not [c for c in vt.REQUIRED if c not in header]:
-        return "training"
-    if not vi.missing_columns(header):
-        return "serving"
-    cols = set(header)
-    closer = vi if len(cols & SERVING_ONLY) > len(cols & TRAINING_ONLY) else vt  # a tie keeps training
-    closer.check_columns(header, path)  # raises: that schema lacks a column
-    raise AssertionError(f"{path}: neither schema matched")
-
-
-def _is_serving(path: str) -> bool:
-    return _schema(path) == "serving"
 
 
 def _clip(name: str, width: int) -> str:
@@ -85,21 +54,6 @@ def _clip(name: str, width: int) -> str:
     if cut.count("(") > cut.count(")"):
         cut = cut[:cut.rfind("(")]
     return cut.rstrip(" ,;:-(") + "..."
-
-
-def _prepare_out(out: str, file: str) -> Path:
-    """--out made writable before the (possibly long) run: its missing folders created, as --html does."""
-    p = Path(out)
-    if p.exists() and p.resolve() == Path(file).resolve():
-        raise FlopcastError(f"--out {out} is the input file; choose another path")
-    for parent in reversed(p.parents):
-        if parent.exists() and not parent.is_dir():
-            raise FlopcastError(f"cannot write {out}: {parent} is a file, not a folder")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FlopcastError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return p
 
 
 def _write_csv(out: str, fieldnames: list[str], rows: list[dict], what: str) -> None:
@@ -165,11 +119,6 @@ def serving_report(result: dict) -> str:
     return "\n".join(out)
 
 
-def _progress(total: int, label: str):
-    bar = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
-    return bar
-
-
 def training_report(rows, summary) -> str:
     body = []
     for r in rows:
@@ -196,15 +145,6 @@ def training_report(rows, summary) -> str:
     return "\n".join(out)
 
 
-def _intervals(file, rows, task: str, write_to) -> dict:
-    from ..validate import uncertainty as vu
-
-    info = vu.from_cross_validation(file, rows, task, write_to)
-    if write_to and info:
-        click.echo(f"wrote {task} intervals to {write_to}", err=True)
-    return info
-
-
 def interval_lines(info: dict) -> list[str]:
     """The coverage line and one line per kind's width."""
     if not info:
@@ -224,12 +164,6 @@ def interval_lines(info: dict) -> list[str]:
     return out
 
 
-def _shipped(file, rows, task: str, provenance: dict) -> dict:
-    from ..validate import uncertainty as vu
-
-    return {"coverage": vu.shipped_coverage(file, rows, task, provenance)}
-
-
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
@@ -245,48 +179,23 @@ def validate(file, as_json, out, cross_validate, write_intervals):
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
-    schema = _schema(file)
     if out:
-        _prepare_out(out, file)
-    if write_intervals:
-        if not cross_validate:
-            raise FlopcastError("--write-intervals needs --cross-validate (intervals come from out-of-sample errors)")
-        _prepare_out(write_intervals, file)
-    if schema == "serving":
-        from ..validate.inference import cross_validate_inference, validate_inference
-
-        result = cross_validate_inference(file) if cross_validate else validate_inference(file)
-        if cross_validate:
-            result["summary"]["intervals"] = _intervals(file, result["rows"], "serving", write_intervals)
-        else:
-            from ..cost.inference.engines import _inference_calibration_file
-
-            prov = _inference_calibration_file().get("provenance") or {}
-            result["summary"]["intervals"] = _shipped(file, result["rows"], "serving", prov)
-        if out:
-            _write_csv(out, SERVING_OUT, _serving_out_rows(result["rows"]), "figure")
-        text = "\n".join([serving_report(result), *interval_lines(result["summary"].get("intervals"))])
-        click.echo(to_json(result) if as_json else text)
-        return
-    if cross_validate:
-        from ..validate import calibrate as cb
-
-        n_src = len({c.source for c in vt.load_cases(file)[0]})
-        with _progress(n_src, "refitting without each source") as bar:
-            res = cb.cross_validate(file, progress=bar.update)
-        rows, summary = res["rows"], res["summary"]
-        summary = {**summary, "method": "leave-one-source-out: each source predicted by parameters fitted without it",
-                   "fold_parameters": res["folds"], "intervals": _intervals(file, rows, "training", write_intervals)}
-    else:
-        cal = catalog.calibration()
-        rows = vt.run_validation(file, cal)
-        summary = {**vt.summarize(rows), "intervals": _shipped(file, rows, "training", cal.provenance)}
-    if out:
-        _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in rows], "row")
+        api.validation.schema(file)  # a file that is neither schema fails before --out is touched
+        prepare_out(out, file)
+    with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
+        res = api.validate(file, cross_validate=cross_validate, progress=bar, write_intervals=write_intervals)
+    if write_intervals and res.summary.get("intervals"):
+        click.echo(f"wrote {res.schema} intervals to {write_intervals}", err=True)
+    if out and res.schema == "serving":
+        _write_csv(out, SERVING_OUT, _serving_out_rows(res.to_dict()["rows"]), "figure")
+    elif out:
+        _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in res.records], "row")
     if as_json:
-        click.echo(to_json({"rows": [r.to_dict() for r in rows], "summary": summary}))
+        click.echo(to_json(res.to_dict()))
+    elif res.schema == "serving":
+        click.echo("\n".join([serving_report(res.to_dict()), *interval_lines(res.summary.get("intervals"))]))
     else:
-        click.echo("\n".join([training_report(rows, summary), *interval_lines(summary.get("intervals"))]))
+        click.echo("\n".join([training_report(res.records, res.summary), *interval_lines(res.summary.get("intervals"))]))
 
 
 @click.command()
@@ -295,30 +204,11 @@ def validate(file, as_json, out, cross_validate, write_intervals):
               help="Where to write the parameters [default: the catalog data flopcast ships].")
 def calibrate(file, output):
     """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
-    from ..validate import calibrate as cb
-
-    serving = _is_serving(file)
-    if output:
-        _prepare_out(output, file)
-    if serving:
-        from ..validate.inference import fit_inference
-
-        try:
-            info = fit_inference(file, output) if output else fit_inference(file)
-        except OSError as exc:
-            raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
-        click.echo(to_json(info))
+    with Progress("fitting (2 rounds)", unit="rounds") as bar:
+        res = api.calibrate(file, output=output, progress=bar)
+    if res.schema == "serving":
+        click.echo(to_json(res.info))
         return
-    cases, skipped = vt.load_cases(file)
-    with _progress(2, "fitting (2 rounds)") as bar:
-        cal, info = cb.fit(cases, progress=bar.update)
-    prov = cb.provenance(file, cases, info)
-    target = Path(output) if output else catalog.DATA / "calibration.yaml"
-    try:
-        cb.write(cal, prov, target)
-    except OSError as exc:
-        raise FlopcastError(f"cannot write {target}: {exc.strerror or exc}") from None
-    n_global = len(cb.GLOBAL_PRIOR)
-    click.echo(f"fitted {len(cal.families)} chip families and {n_global} global parameters on {info['n_rows']} runs; "
-               f"fit MAPE {info['fit_mape_pct']:.1f}%; wrote {target}")
-
+    info = res.info
+    click.echo(f"fitted {res.families} chip families and {res.global_parameters} global parameters on "
+               f"{info['n_rows']} runs; fit MAPE {info['fit_mape_pct']:.1f}%; wrote {res.target}")

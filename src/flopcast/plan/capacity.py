@@ -18,6 +18,7 @@ from ..units import GiB
 from ..model.system import System
 from ..model.workload import Model
 from . import search as search_mod
+from .forecast import result_from
 
 MAX_PARETO_SEARCHES = 20
 
@@ -26,7 +27,7 @@ MAX_PARETO_SEARCHES = 20
 class PlanPoint:
     nodes: int
     chips: int
-    result: object | None  # api.TrainResult of the best layout, None when nothing fits
+    result: object | None  # forecast.TrainResult of the best layout, None when nothing fits
     reason: str = ""  # why there is no result
 
     @property
@@ -53,7 +54,7 @@ class _Sizer:
 
     def __init__(self, model, system, tokens, cal, space, progress=None):
         if tokens is None or tokens <= 0:
-            raise FlopcastError(f"--tokens must be positive, got {tokens}")
+            raise FlopcastError(f"`tokens` must be positive, got {tokens}")
         self.model, self.system, self.tokens, self.cal, self.space = model, system, float(tokens), cal, space
         self.node = system.chips_per_node
         self.max_nodes = max(1, system.max_chips // self.node)
@@ -66,8 +67,6 @@ class _Sizer:
         return self.cache[nodes]
 
     def _best(self, nodes: int) -> PlanPoint:
-        from .. import api
-
         chips = nodes * self.node
         if self.progress is not None:
             self.progress.note(f"searching {nodes:,} nodes ({len(self.cache) + 1} sizes so far)")
@@ -77,7 +76,7 @@ class _Sizer:
             return PlanPoint(nodes, chips, None, why_nothing_fits(out, self.system))
         i = int(out.order[0])
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
-        r = api.result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
+        r = result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
                             "searched", free,
                             summary={"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
                                      "rejected": out.rejected})
@@ -111,7 +110,7 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
                   space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> PlanOutcome:
     """Smallest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s`."""
     if not deadline_s or deadline_s <= 0:
-        raise FlopcastError(f"--deadline must be positive, got {deadline_s}")
+        raise FlopcastError(f"`deadline` must be positive, got {deadline_s}")
     size = _Sizer(model, system, tokens, cal, space, progress)
     meets = lambda n: size(n).time_to_train_s <= deadline_s
     # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
@@ -145,9 +144,9 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
     """Fastest cluster (whole nodes) whose training run costs at most `budget_usd`."""
     if system.price_per_hour is None:
         raise FlopcastError(f"{system.id} has no known price ({system.notes.get('price_per_hour', 'not published')}); "
-                            f"--budget needs one: use --deadline, or a system with a price")
+                            f"`budget` needs one: use `deadline`, or a system with a price")
     if not budget_usd or budget_usd <= 0:
-        raise FlopcastError(f"--budget must be positive, got {budget_usd}")
+        raise FlopcastError(f"`budget` must be positive, got {budget_usd}")
     size = _Sizer(model, system, tokens, cal, space, progress)
     within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
     # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
@@ -210,8 +209,6 @@ def pareto(model: Model, system: System, tokens: float, cal: Calibration,
 def compare(model: Model, systems: list[System], chips: int, tokens: float | None, cal: Calibration,
             space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> dict:
     """Best layout of each system on `chips` chips: {system id: TrainResult, or a string saying why not}."""
-    from .. import api
-
     out = {}
     for system in systems:
         if chips > system.max_chips:
@@ -224,8 +221,8 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
             out[system.id] = why_nothing_fits(s, system)
             continue
         i = int(s.order[0])
-        out[system.id] = api.result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
-                                         summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
+        out[system.id] = result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
+                                     summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
     return out
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import sys
 
-from .. import api, catalog
+from .. import catalog
+from ..plan import forecast
 from ..errors import FlopcastError
 from ..units import DAY, GiB
 from .html import Report
@@ -37,7 +38,7 @@ def _fmt(v, unit="", digits=3):
 
 
 def train_table(r) -> tuple[list, list]:
-    """(header, rows) summarising one api.TrainResult, every number with its unit."""
+    """(header, rows) summarising one forecast.TrainResult, every number with its unit."""
     rows = [
         ("layout", r.layout.describe()),
         ("chips (used / allocated)", f"{r.chips_used:,} / {r.chips:,}"),
@@ -200,13 +201,13 @@ def _scaling_nodes(chips: int, system) -> list:
     return sorted({min(max_nodes, max(1, round(base * f))) for f in SCALING_FACTORS})
 
 
-def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=None, *, tokens=None,
+def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM, chips=None, *, tokens=None,
                  serve_model=DEFAULT_SERVE_MODEL, serve_hardware=DEFAULT_SERVE_SYSTEM, serve_chips=DEFAULT_SERVE_CHIPS,
                  requests: int = 300, scaling_chips=None, layout=None, progress=_progress) -> Report:
     """All of flopcast's figures for one training scenario and one serving deployment.
 
     scaling_chips: cluster sizes (chips, rounded up to whole nodes) of the scaling, Pareto and goodput
-    curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as api.train takes them).
+    curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as forecast.train takes them).
     """
     from ..cost import inference as inf
     from ..plan import capacity
@@ -214,14 +215,14 @@ def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=Non
     from . import plots
 
     total = 5
-    m = api.resolve_model(model)
-    system = api.resolve_system(hardware)
-    n_tokens = tokens if tokens else api.default_tokens(m)
+    m = forecast.resolve_model(model)
+    system = forecast.resolve_system(hardware)
+    n_tokens = tokens if tokens else forecast.default_tokens(m)
     rep = Report(f"flopcast report: {m.label} on {system.id}",
                  f"training {n_tokens:.3g} tokens; serving {serve_model} on {serve_hardware}")
     progress(1, total, "training configuration (layout search)")
     layout = dict(layout or {})
-    r = api.train(m, system, chips, tokens=n_tokens, **layout)
+    r = forecast.train(m, system, chips, tokens=n_tokens, **layout)
     header, rows = train_table(r)
     rep.add("Training configuration",
             f"The fastest layout that fits {m.label} on {r.chips:,} {system.chip.id} chips ({system.id}), "
@@ -234,7 +235,7 @@ def build_report(model=api.DEFAULT_MODEL, hardware=api.DEFAULT_SYSTEM, chips=Non
     progress(2, total, f"scaling and Pareto front ({len(nodes)} cluster sizes: "
                        f"{', '.join(f'{n * system.chips_per_node:,}' for n in nodes)} chips)")
     try:
-        space = api.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
+        space = forecast.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
         out = capacity.pareto(m, system, n_tokens, catalog.calibration(), space, sizes=nodes)
     except FlopcastError as exc:
         rep.add("Scaling and cost", f"Not drawn: {exc}")

@@ -1,9 +1,8 @@
-"""The Python API: what the CLI calls, usable from a notebook or another program.
+"""One training forecast: a layout checked (or searched) and evaluated, as a frozen TrainResult.
 
-    import flopcast
-    r = flopcast.train("gpt3-175b", hardware="dgx-a100-80gb", chips=1024, tp=8, pp=16,
-                       micro_batch=1, global_batch=1536, recompute="full")
-    r.step_time_s, r.mfu, r.memory_gib, r.to_dict()
+flopcast.api.train wraps `train` here for users (strings such as tokens="15T" accepted); the capacity
+planner and the claims call it directly. Errors name the Python argument (`tp=3 must divide ...`); the
+command line renames them to its flags.
 """
 
 from __future__ import annotations
@@ -13,18 +12,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import catalog, limits
-from .cost import uncertainty
-from .cost.efficiency import Calibration
-from .cost.uncertainty import Interval
-from .errors import FlopcastError
-from .model import hf
-from .model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
-from .model.system import Dtype, System
-from .model.workload import Model
-from .plan import search as search_mod
-from .simulate import training
-from .units import DAY, GiB, HOUR
+from .. import catalog, limits
+from ..cost import uncertainty
+from ..cost.efficiency import Calibration
+from ..cost.uncertainty import Interval
+from ..errors import FlopcastError
+from ..frame import Tabular
+from ..model import hf
+from ..model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
+from ..model.system import Dtype, System
+from ..model.workload import Model
+from ..simulate import training
+from ..units import DAY, HOUR, GiB
+from . import search as search_mod
 
 # the ~300B dense GPT of AWS's "300-billion-parameter model in weeks" claim; catalog entry gpt-300b
 DEFAULT_MODEL = "gpt-300b"
@@ -34,7 +34,7 @@ TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 (Chinchilla): ~20 training tokens 
 
 
 @dataclass(frozen=True)
-class TrainResult:
+class TrainResult(Tabular):
     model: Model
     system: System
     layout: Layout
@@ -115,7 +115,7 @@ class TrainResult:
         """
         if not self.tokens:
             return None
-        from .cost.reliability import GoodputAssumptions, goodput_for
+        from ..cost.reliability import GoodputAssumptions, goodput_for
 
         return goodput_for(self, GoodputAssumptions())
 
@@ -124,7 +124,7 @@ class TrainResult:
         out = {}
         if not self.tokens:
             for k in ("time_to_train", "chip_hours", "energy", "cost"):
-                out[k] = "no --tokens given"
+                out[k] = "no tokens given"
             return out
         if self.system.chip.power is None:
             out["energy"] = f"no published power for {self.system.chip.name}: " + str(
@@ -219,7 +219,7 @@ def _enum(cls, value, name):
     return parse_choice(cls, str(value), name)
 
 
-def _check_positive(**kw):
+def check_positive(**kw):
     """Each count in its range (flopcast.limits); one sentence naming the argument otherwise."""
     for k, v in kw.items():
         limits.check(k, v)
@@ -229,7 +229,7 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
                  recompute=None, sharding=None, sequence_parallel=None, dtype=None, schedule=None,
                  batch_range=None, dtypes=None) -> search_mod.SearchSpace:
     """A search space with the given fields pinned."""
-    _check_positive(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch)
+    check_positive(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch)
     one = lambda v: None if v is None else (v,)
     rc, sh, dt, sc = (_enum(Recompute, recompute, "recompute"), _enum(Sharding, sharding, "sharding"),
                       _enum(Dtype, dtype, "dtype"), _enum(Schedule, schedule, "schedule"))
@@ -258,43 +258,43 @@ def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
 def _check_pinned(m: Model, system: System, layout: dict):
     """One sentence per pinned field that cannot work whatever the other fields are."""
     chip, node = system.chip, system.tp_domain
-    _check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
+    check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
     if tp is not None:
         splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
         valid_tp = _valid_divisors(m.heads, node, splits_kv)
         if tp > node:
             where = "node" if node == system.chips_per_node else "ICI slice"
-            raise FlopcastError(f"--tp {tp} exceeds the {node} chips of one {system.id} {where}; tensor parallelism "
+            raise FlopcastError(f"`tp={tp}` exceeds the {node} chips of one {system.id} {where}; tensor parallelism "
                                 f"stays within a {where} (valid: {valid_tp})")
         if m.heads % tp or not splits_kv(tp):
-            raise FlopcastError(f"--tp {tp} must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
+            raise FlopcastError(f"`tp={tp}` must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
                                 f"valid on {system.id}: {valid_tp}")
     if layout.get("sequence_parallel") and tp == 1:
-        raise FlopcastError("--sequence-parallel needs --tp > 1 (it splits the tensor-parallel group's activations)")
+        raise FlopcastError("`sequence_parallel=True` needs `tp` > 1 (it splits the tensor-parallel group's activations)")
     if pp is not None and pp > m.layers:
-        raise FlopcastError(f"--pp {pp} exceeds the {m.layers} layers of {m.label}")
+        raise FlopcastError(f"`pp={pp}` exceeds the {m.layers} layers of {m.label}")
     if cp is not None and m.seq_len % cp:
-        raise FlopcastError(f"--cp {cp} must divide the sequence of {m.seq_len} tokens")
+        raise FlopcastError(f"`cp={cp}` must divide the sequence of {m.seq_len} tokens")
     if ep is not None and ep > 1:
         if not m.moe:
-            raise FlopcastError(f"--ep {ep}: {m.label} is a dense model (expert parallelism needs experts); leave --ep out")
+            raise FlopcastError(f"`ep={ep}`: {m.label} is a dense model (expert parallelism needs experts); leave `ep` out")
         if m.moe.experts % ep:
-            raise FlopcastError(f"--ep {ep} must divide the {m.moe.experts} experts of {m.label} "
+            raise FlopcastError(f"`ep={ep}` must divide the {m.moe.experts} experts of {m.label} "
                                 f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
     schedule = layout.get("schedule")
     if vp is not None and vp > 1:
         if schedule is not None and _enum(Schedule, schedule, "schedule") != Schedule.INTERLEAVED:
-            raise FlopcastError(f"--vp {vp} needs --schedule interleaved (virtual stages exist only in it)")
+            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` (virtual stages exist only in it)")
         if pp == 1:
-            raise FlopcastError(f"--vp {vp} needs --pp > 1 (virtual stages split pipeline stages)")
+            raise FlopcastError(f"`vp={vp}` needs `pp` > 1 (virtual stages split pipeline stages)")
     dtype = layout.get("dtype")
     if dtype is not None:
         d = _enum(Dtype, dtype, "dtype")
         why = search_mod.training_dtype_problem(chip, d)
         if why:
             valid = [x.label for x in Dtype if search_mod.training_dtype_problem(chip, x) is None]
-            raise FlopcastError(f"--dtype {d.label}: {why}; valid on {chip.id}: {', '.join(valid)}")
+            raise FlopcastError(f"`dtype={d.label}`: {why}; valid on {chip.id}: {', '.join(valid)}")
 
 
 def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
@@ -312,7 +312,7 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
         "ep is 1 for dense models and divides the experts and dp": f"ep={layout.ep}, dp={layout.dp}, experts={model.moe.experts if model.moe else 0}",
         "tp x pp x dp x cp equals the chips": f"{layout.tp}x{layout.pp}x{layout.dp}x{layout.cp}={layout.chips}, chips={chips}",
         "chips available": f"the layout needs {layout.chips} chips, the cluster has {chips}",
-        "sequence parallel needs tp > 1": "use --no-sequence-parallel with tp=1",
+        "sequence parallel needs tp > 1": "use `sequence_parallel=False` with tp=1",
         "vp > 1 only with the interleaved schedule, which needs pp > 1": f"vp={layout.vp}, pp={layout.pp}, schedule={label(layout.schedule)}",
     }.get(rule, "")
     raise FlopcastError(f"invalid layout: {rule} ({detail})")
@@ -352,9 +352,9 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     cal = calibration or catalog.calibration()
     if chips is None:
         chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
-    _check_positive(chips=chips)
+    check_positive(chips=chips)
     if chips > system.max_chips:
-        raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; --chips {chips} is more")
+        raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; `chips={chips}` is more")
     tokens = limits.check("tokens", tokens)
     unknown = set(layout) - set(Layout.__dataclass_fields__)
     if unknown:
@@ -402,23 +402,7 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
 
 
 def default_tokens(model: Model) -> float:
-    from .cost.params import total_params
+    from ..cost.params import total_params
 
     return TOKENS_PER_PARAM * total_params(model)
 
-
-def sweep(file, out=None, *, engine: str = "local", workers: int | None = None, address: str | None = None,
-          resume: bool = True, progress=None):
-    """Run a sweep file (docs/sweep.md): one `train` forecast per scenario, rows written to `out`
-    (.parquet or .csv) as a table; scenarios already in `out` are skipped unless resume=False.
-
-    engine: "local" (a process pool of `workers`, default the machine's cores) or "ray" (`address` of a
-    Ray cluster, or none for a local one). Returns a flopcast.sweep.runner.SweepRun (rows, counts, timing).
-
-        r = flopcast.api.sweep("examples/codesign.yaml", "codesign.parquet", workers=2)
-        r.counts, r.scenarios_per_s
-    """
-    from .sweep import runner, spec
-
-    return runner.run_sweep(spec.read(file), resolve_model=resolve_model, forecast=train, out=out, engine=engine,
-                            workers=workers, address=address, resume=resume, progress=progress)

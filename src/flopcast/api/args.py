@@ -1,0 +1,110 @@
+"""Arguments as users write them: numbers, or the strings the command line takes ("15T", "30d", "2s").
+
+Each reader names the Python argument in its error (`tokens='lots' is not a count ...`); the command
+line renames arguments to its flags.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import FlopcastError, python_names
+from ..units import parse_count, parse_duration
+
+CHINCHILLA = ("chinchilla", "20x", "auto")
+
+
+def python_errors(fn):
+    """An API function whose errors name its arguments (`tp=3`), also where a lower module named a flag."""
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except FlopcastError as exc:
+            raise FlopcastError(python_names(str(exc))) from None
+
+    return wrapper
+
+
+def _number(value, name: str, parser, example: str) -> float:
+    if isinstance(value, bool):
+        raise FlopcastError(f"`{name}={value!r}` is not a number; write e.g. {example}")
+    if isinstance(value, (int, float)) or hasattr(value, "item"):
+        return float(value)
+    try:
+        return parser(str(value).strip())
+    except ValueError:
+        raise FlopcastError(f"`{name}={value!r}` is not a number; write e.g. {example}") from None
+
+
+def count(value, name: str, example: str = "300B or 1.5T") -> float:
+    """A count: 6e12, '300B', '1.5T', '2.5M'."""
+    return _number(value, name, parse_count, example)
+
+
+def positive(value: float, name: str, shown: str | None = None) -> float:
+    """value if it is > 0; else an error naming `name` and showing `shown` (what the user wrote) or value."""
+    if not value > 0:
+        raise FlopcastError(f"`{name}` must be positive, got {shown if shown is not None else repr(value)}")
+    return value
+
+
+def tokens(value, model, name: str = "tokens") -> float | None:
+    """Training tokens: a count, or 'chinchilla' (20 per parameter of `model`, a Model)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in CHINCHILLA:
+        from ..plan.forecast import default_tokens
+
+        return default_tokens(model)
+    return count(value, name, "6e12, 300B or 1.5T")
+
+
+def duration(value, name: str, example: str = "30d, 12h or 90min", unit_required: bool = False) -> float:
+    """A positive duration in seconds: a number of seconds, or '30d', '12h', '90min', '500ms'."""
+    if isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if unit_required and text.replace(".", "", 1).lstrip("+-").isdigit():
+            raise FlopcastError(f"`{name}={value!r}` needs a unit: write e.g. {example}")
+        try:
+            v = parse_duration(text)
+        except ValueError:
+            raise FlopcastError(f"`{name}={value!r}` is not a duration; write e.g. {example}") from None
+    else:
+        v = _number(value, name, float, example)
+    return positive(v, name, repr(value) if isinstance(value, str) else None)
+
+
+def names(value, name: str) -> list[str]:
+    """'a,b,c' or ['a', 'b', 'c'] -> ['a', 'b', 'c'] (blanks dropped)."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    out = [str(v).strip() for v in items if str(v).strip()]
+    if not out:
+        raise FlopcastError(f"`{name}`: name at least one")
+    return out
+
+
+def batch_range(value, name: str = "batch_range") -> tuple[int, int] | None:
+    """'512:4096' or (512, 4096): the global batch range in sequences."""
+    if value is None or value == "":
+        return None
+    try:
+        lo, hi = (int(v) for v in (value.split(":") if isinstance(value, str) else value))
+    except (TypeError, ValueError):
+        raise FlopcastError(f"`{name}={value!r}`: write MIN:MAX in sequences, e.g. 512:4096") from None
+    if lo < 1 or hi < lo:
+        raise FlopcastError(f"`{name}={value!r}`: need 1 <= MIN <= MAX")
+    return (lo, hi)
+
+
+def chip_counts(value, name: str) -> list[int]:
+    """'1024,8192' or [1024, 8192] -> sorted distinct positive chip counts."""
+    try:
+        out = [int(count(x, name)) for x in names(value, name)]
+    except FlopcastError:
+        out = []
+    if not out or any(n < 1 for n in out):
+        raise FlopcastError(f"`{name}` must be a comma-separated list of positive chip counts such as 1024,8192, "
+                            f"got {value!r}")
+    return sorted(set(out))

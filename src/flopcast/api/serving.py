@@ -1,0 +1,174 @@
+"""Serving from Python: infer (one batch, per-operator roofline) and serve (discrete-event simulation).
+
+Durations take numbers of seconds or strings (`slo_ttft="2s"`, `slo_tpot="50ms"`, `duration="10min"`);
+token lengths take N, "uniform:LO:HI" or "lognormal:MEAN:SIGMA" where the command line does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import catalog
+from ..cost import inference as inf
+from ..cost.uncertainty import serving_interval
+from ..errors import FlopcastError
+from ..frame import Tabular
+from ..simulate import serving as S
+from . import args
+from .args import python_errors
+
+
+def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None) -> inf.Deployment:
+    """The deployment of `model` on `hardware` (names, files or catalog objects)."""
+    m = model if not isinstance(model, str) else catalog.load_model(model)
+    s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
+    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+
+
+def assumptions(d: inf.Deployment) -> list[str]:
+    """What a forecast of `d` assumes: the deployment's own notes, the calibration basis and the price rule."""
+    out = list(d.assumptions)
+    table = inf.load_inference_calibration()
+    if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
+        out += inf.graviton4_assumptions(d)
+    elif d.family in table:
+        out.append(inf.calibration_basis(d))
+    if d.system.price_per_hour is None:
+        out.append(f"no price known for {d.system.id}: cost not shown")
+    elif d.tp * d.replicas != d.system.chips_per_node:
+        out.append(f"cost: {d.system.id}'s price pro rata to the {d.tp * d.replicas} of its {d.system.chips_per_node} "
+                   f"chips in use (a smaller instance of the family may rent them whole)")
+    return out
+
+
+@dataclass(frozen=True)
+class InferResult(Tabular):
+    """One batch of requests on one deployment: `prediction` (cost.inference.InferenceResult) and notes."""
+
+    deployment: inf.Deployment
+    prediction: object
+    assumptions: tuple
+    input_tokens: int
+    output_tokens: int
+
+    def to_dict(self) -> dict:
+        return {**self.prediction.to_dict(), "assumptions": list(self.assumptions)}
+
+
+@python_errors
+def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
+          weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
+          output_tokens: int = 128) -> InferResult:
+    """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
+
+    >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
+    >>> r.prediction.ttft_s > 0 and r.prediction.fits
+    True
+    """
+    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    r = inf.predict(d, batch, input_tokens, output_tokens)
+    notes = assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    if r.interval is not None:
+        notes.append(f"{r.interval.label} prediction interval of a {r.interval.kind} forecast from "
+                     f"{r.interval.residuals} leave-one-source-out errors (uncertainty.yaml)")
+    return InferResult(d, r, tuple(notes), input_tokens, output_tokens)
+
+
+def config(*, scheduler="continuous", replicas: int = 1, router="least-loaded", slo_ttft="1s",
+           slo_tpot="50ms") -> S.ServingConfig:
+    """A serving configuration from names and durations (`slo_ttft="2s"` or 2.0)."""
+    return S.ServingConfig(scheduler=S.parse_choice(S.Scheduler, scheduler, "`scheduler`"), replicas=replicas,
+                           routing=S.parse_choice(S.Routing, router, "`router`"),
+                           slo_ttft_s=args.duration(slo_ttft, "slo_ttft", "1s, 500ms or 50ms"),
+                           slo_tpot_s=args.duration(slo_tpot, "slo_tpot", "1s, 500ms or 50ms"))
+
+
+@dataclass(frozen=True)
+class ServeResult(Tabular):
+    """A simulated serving run: `result` (simulate.serving.ServingResult) at `qps`, and its settings."""
+
+    deployment: inf.Deployment
+    config: S.ServingConfig
+    result: object
+    qps: float | None
+    capacity_qps: float | None
+    assumptions: tuple
+    requests: int | None
+    input_tokens: str
+    output_tokens: str
+    seed: int
+    interval: object = None  # cost.uncertainty.Interval of this kind of serving forecast
+    bounds: dict = field(default_factory=dict)  # simulate.serving.interval_bounds: each end simulated
+
+    def to_dict(self) -> dict:
+        d, cfg = self.deployment, self.config
+        out = S.with_interval(self.result.to_dict(), self.bounds, self.interval)
+        out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": cfg.replicas,
+                    "scheduler": cfg.scheduler.value, "qps": self.qps, "slo_ttft_s": cfg.slo_ttft_s,
+                    "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": self.capacity_qps,
+                    "assumptions": list(self.assumptions)})
+        return out
+
+
+def _requests(qps, n_requests, duration, trace, input_tokens, output_tokens, seed, notes) -> S.Requests:
+    if trace:
+        if qps is not None:
+            raise FlopcastError("`trace` gives the arrivals; leave out `qps`")
+        return S.read_trace(trace, notes)
+    if qps is None:
+        raise FlopcastError("`qps` is required (a positive request rate) unless `trace` or `find_capacity` is given")
+    dur = args.duration(duration, "duration", "60s or 10min") if duration else None
+    if n_requests is not None and n_requests < 1:
+        raise FlopcastError(f"`requests` must be at least 1, got {n_requests}")
+    return S.poisson_requests(qps, np.random.default_rng(seed), n=None if dur else (n_requests or 500),
+                              duration_s=dur, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+@python_errors
+def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
+          weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
+          requests: int | None = None, duration=None, input_tokens="512", output_tokens="128", trace=None,
+          scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
+          router="least-loaded", find_capacity: bool = False) -> ServeResult:
+    """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
+
+    Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
+    `find_capacity=True` the highest rate at which 90% of requests meet both SLOs.
+
+    >>> s = flopcast.serve("llama3-8b", "p5.48xlarge", chips=1, qps=5, requests=50, slo_ttft="2s")
+    >>> s.result.completed, s.config.slo_ttft_s
+    (50, 2.0)
+    """
+    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
+    if requests is not None and duration is not None:
+        raise FlopcastError("give either `requests` or `duration`, not both")
+    notes = assumptions(d)
+    capacity = None
+    if find_capacity:
+        if qps is not None:
+            raise FlopcastError("`find_capacity` searches the request rate; leave out `qps`")
+        if trace:
+            raise FlopcastError("`find_capacity` draws Poisson arrivals; leave out `trace`")
+        if requests is not None and requests < 10:
+            raise FlopcastError(f"`requests` must be at least 10 with `find_capacity`, got {requests}")
+        capacity, res = S.find_capacity(d, cfg, requests=requests or 400, input_tokens=input_tokens,
+                                        output_tokens=output_tokens, seed=seed)
+        if res is None:
+            raise FlopcastError("no request rate meets the SLOs (even the lowest tried); relax `slo_ttft`/`slo_tpot`")
+        qps = capacity
+    else:
+        reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)
+        res = S.simulate(d, reqs, cfg, seed=seed)
+    interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    # each end of the interval is its own run of the same requests (queues are not linear in speed)
+    b = {} if capacity is not None else S.interval_bounds(d, reqs, cfg, interval, seed)
+    if interval is not None:
+        notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
+                     "leave-one-source-out errors (uncertainty.yaml)"
+                     + ("; not simulated at the capacity found" if capacity is not None else
+                        ", each end simulated with the same requests"))
+    return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed,
+                       interval, b)

@@ -1,0 +1,25 @@
+"""sweep: a file of scenarios (models x systems x hardware what-ifs x chips x tokens x pins), one training
+forecast each, run on local processes or Ray."""
+
+from __future__ import annotations
+
+from ..plan import forecast
+from .args import python_errors
+
+
+@python_errors
+def sweep(file, out=None, *, engine: str = "local", workers: int | None = None, address: str | None = None,
+          resume: bool = True, progress=None):
+    """Run a sweep file (docs/sweep.md): one `train` forecast per scenario, rows written to `out`
+    (.parquet or .csv) as a table; scenarios already in `out` are skipped unless resume=False.
+
+    engine: "local" (a process pool of `workers`, default the machine's cores) or "ray" (`address` of a
+    Ray cluster, or none for a local one). Returns a flopcast.sweep.runner.SweepRun (rows, counts, timing).
+
+    Example (not run here: it starts worker processes):
+    ``r = flopcast.api.sweep("examples/codesign.yaml", "codesign.parquet", workers=2); r.counts``
+    """
+    from ..sweep import runner, spec
+
+    return runner.run_sweep(spec.read(file), resolve_model=forecast.resolve_model, forecast=forecast.train, out=out,
+                            engine=engine, workers=workers, address=address, resume=resume, progress=progress)

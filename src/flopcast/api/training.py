@@ -1,0 +1,213 @@
+"""Training from Python: train, search, plan and compare, each returning a frozen result.
+
+Arguments take what the command line takes: `tokens="15T"` or 1.5e13, `deadline="30d"` or seconds,
+`budget="2.5M"`, layout fields as numbers and choices as names (`recompute="full"`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import catalog
+from ..cost.efficiency import Calibration
+from ..errors import FlopcastError
+from ..frame import Tabular, flatten
+from ..model.system import System
+from ..model.workload import Model
+from ..plan import capacity, forecast
+from ..plan import search as search_mod
+from ..plan.forecast import DEFAULT_MODEL, DEFAULT_SYSTEM, TrainResult
+from ..units import DAY
+from . import args
+from .args import python_errors
+
+
+def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpace:
+    if dtypes:
+        if layout.get("dtype") is not None:
+            raise FlopcastError("give either `dtype` (pinned) or `dtypes` (searched), not both")
+        dtypes = args.names(dtypes, "dtypes")
+    return forecast.layout_space(**layout, dtypes=dtypes, batch_range=args.batch_range(batch_range))
+
+
+@python_errors
+def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None, *,
+          tokens=None, seq_len: int | None = None, calibration: Calibration | None = None,
+          objective: str = "throughput", progress=None, **layout) -> TrainResult:
+    """Forecast one training configuration; layout fields left out are chosen by the search.
+
+    tokens: a count (1.5e13, "15T", "300B") or "chinchilla" (20 per parameter); without it the
+    time and cost to train are None. layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch,
+    recompute, sharding, sequence_parallel, dtype, schedule.
+
+    >>> r = flopcast.train("llama2-7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)
+    >>> r.layout.tp, r.fits, 0 < r.mfu < 1
+    (8, True, True)
+    """
+    m = forecast.resolve_model(model, seq_len)
+    return forecast.train(m, hardware, chips, tokens=args.tokens(tokens, m), calibration=calibration,
+                          objective=objective, progress=progress, **layout)
+
+
+@dataclass(frozen=True)
+class SearchResult(Tabular):
+    """Every valid layout evaluated; `top` holds the best (TrainResult), best first."""
+
+    model: Model
+    system: System
+    chips: int
+    objective: str
+    candidates: int
+    valid: int
+    fit: int
+    wall_s: float
+    rejected: dict
+    top: tuple
+    tokens: float | None = None
+
+    @property
+    def candidates_per_s(self) -> float:
+        return self.candidates / self.wall_s if self.wall_s > 0 else float("inf")
+
+    def to_dict(self) -> dict:
+        return {"model": self.model.label, "hardware": self.system.id, "chips": self.chips,
+                "objective": self.objective, "candidates": self.candidates, "valid": self.valid, "fit": self.fit,
+                "wall_s": self.wall_s, "candidates_per_s": self.candidates_per_s, "rejected": self.rejected,
+                "top": [r.to_dict() for r in self.top]}
+
+    def rows(self) -> list[dict]:
+        return [{"rank": k, **flatten(r.to_dict())} for k, r in enumerate(self.top, 1)]
+
+
+@python_errors
+def search(model: str | Model, hardware: str | System, chips: int, *, top: int = 10, objective: str = "throughput",
+           dtypes=None, batch_range=None, tokens=None, allow_idle: bool = True, seq_len: int | None = None,
+           calibration: Calibration | None = None, progress=None, **layout) -> SearchResult:
+    """Evaluate every valid layout of `model` on `chips` chips and rank them; layout fields given are pinned.
+
+    dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096).
+
+    >>> s = flopcast.search("llama2-7b", "p5.48xlarge", 8, top=3)
+    >>> len(s.top), s.top[0].step_time_s <= s.top[1].step_time_s
+    (3, True)
+    """
+    m = forecast.resolve_model(model, seq_len)
+    system = forecast.resolve_system(hardware)
+    forecast.check_positive(chips=chips, top=top)
+    if chips > system.max_chips:
+        raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; `chips={chips}` is more")
+    space = _space(layout, dtypes, batch_range)
+    n_tokens = args.tokens(tokens, m)
+    cal = calibration or catalog.calibration()
+    t0 = time.perf_counter()
+    out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress)
+    wall = time.perf_counter() - t0
+    best = tuple(forecast.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
+                 for i in out.order[:top])
+    return SearchResult(m, system, chips, objective, out.considered, out.batch.size, out.n_fit, wall,
+                        dict(out.rejected), best, n_tokens)
+
+
+def _point_dict(p: capacity.PlanPoint) -> dict:
+    d = {"nodes": p.nodes, "chips": p.chips}
+    if p.result is None:
+        d["reason"] = p.reason
+        return d
+    r = p.result.to_dict()
+    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "expected_time_to_train_days", "goodput",
+                                "cost_usd", "chip_hours", "energy_kwh",
+                                "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")})
+    return d
+
+
+@dataclass(frozen=True)
+class PlanResult(Tabular):
+    """The cluster sizes searched (`outcome.points`), the frontier and the chosen size (`outcome.chosen`)."""
+
+    model: Model
+    system: System
+    tokens: float
+    outcome: capacity.PlanOutcome
+    what: str  # "deadline 30.0 days", "budget $2,500,000" or "pareto frontier"
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        out = self.outcome
+        return {"model": self.model.label, "hardware": self.system.id, "tokens": self.tokens, "kind": out.kind,
+                "target": out.target, "searches": out.searches, "wall_s": self.wall_s,
+                "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
+                "frontier": [_point_dict(p) for p in out.frontier],
+                "points": [_point_dict(p) for p in out.points]}
+
+    def rows(self) -> list[dict]:
+        chosen = self.outcome.chosen
+        return [{**flatten(_point_dict(p)), "chosen": p is chosen, "on_frontier": p in self.outcome.frontier}
+                for p in self.outcome.points]
+
+
+@python_errors
+def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", deadline=None, budget=None,
+         pareto: bool = False, seq_len: int | None = None, calibration: Calibration | None = None, progress=None,
+         **layout) -> PlanResult:
+    """Size a cluster of whole nodes: the smallest that meets `deadline` ("30d", "12h" or seconds), the fastest
+    within `budget` (dollars, "2.5M"), or (`pareto=True`) the size/time/cost frontier. Exactly one of them.
+
+    >>> p = flopcast.plan("llama2-7b", hardware="p5.48xlarge", tokens="100B", deadline="30d")
+    >>> p.outcome.chosen.result.time_to_train_s <= 30 * 86400
+    True
+    """
+    if sum(x is not None and x is not False for x in (deadline, budget, pareto or None)) != 1:
+        raise FlopcastError("give exactly one of `deadline`, `budget` or `pareto`")
+    m = forecast.resolve_model(model, seq_len)
+    system = forecast.resolve_system(hardware)
+    n_tokens = args.tokens(tokens, m)
+    space, cal = _space(layout), calibration or catalog.calibration()
+    t0 = time.perf_counter()
+    if deadline is not None:
+        d = args.duration(deadline, "deadline", unit_required=True)
+        out = capacity.plan_deadline(m, system, n_tokens, d, cal, space, progress=progress)
+        what = f"deadline {d / DAY:.1f} days"
+    elif budget is not None:
+        b = args.positive(args.count(budget, "budget", "dollars such as 2.5M or 400000"), "budget", repr(budget))
+        out = capacity.plan_budget(m, system, n_tokens, b, cal, space, progress=progress)
+        what = f"budget ${b:,.0f}"
+    else:
+        out = capacity.pareto(m, system, n_tokens, cal, space, progress=progress)
+        what = "pareto frontier"
+    return PlanResult(m, system, n_tokens, out, what, time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class CompareResult(Tabular):
+    """The best layout of the model on each system: {system id: TrainResult, or why there is none}."""
+
+    model: Model
+    chips: int
+    tokens: float | None
+    systems: dict
+
+    def to_dict(self) -> dict:
+        return {"workload": "train", "model": self.model.label, "chips": self.chips, "tokens": self.tokens,
+                "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
+                            for k, v in self.systems.items()}}
+
+    def rows(self) -> list[dict]:
+        return [{"system": k, **(flatten(v.to_dict()) if not isinstance(v, str) else {"error": v})}
+                for k, v in self.systems.items()]
+
+
+def compare_training(model, systems: list[System], chips, *, tokens, seq_len, calibration, progress,
+                     serving_only: dict, **layout) -> CompareResult:
+    given = [k for k, v in serving_only.items() if v is not None]
+    if given:
+        raise FlopcastError(f"{', '.join(f'`{k}`' for k in given)} apply to serving; add `serve=True`, "
+                            "or leave them out to compare training")
+    if chips is None:
+        raise FlopcastError("`chips` is required to compare training (the chips on each system)")
+    forecast.check_positive(chips=chips)
+    m = forecast.resolve_model(model, seq_len)
+    n_tokens = args.tokens(tokens, m)
+    out = capacity.compare(m, systems, chips, n_tokens, calibration or catalog.calibration(), _space(layout),
+                           progress=progress)
+    return CompareResult(m, chips, n_tokens, out)

@@ -1,0 +1,96 @@
+"""A claim as data (what was announced, how flopcast estimates it, which rule judges it) and the rows it yields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import FlopcastError
+from .rules import VERDICT_RULES, verdict, weeks_verdict
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What an estimator found for one claim: the number, what it rests on, and why the verdict is what it is."""
+
+    estimate: float | None
+    assumptions: tuple
+    sources: tuple
+    why: str
+    details: dict = field(default_factory=dict)
+    series: dict = field(default_factory=dict)  # plot series this estimate contributes, by ClaimsResult.series key
+
+
+def ratio_rule(claimed: float | None, e: Estimate) -> str:
+    """Rule 1 (rules.verdict) on the claimed figure and the estimate."""
+    return verdict(claimed, e.estimate)
+
+
+def weeks_rule(claimed: float | None, e: Estimate) -> str:
+    """Rule 2 (rules.weeks_verdict) on the swept points the estimator recorded."""
+    return weeks_verdict(e.details["points"])
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim row: its id, the claim as announced, the announced figure in `unit`, its estimator and rule.
+
+    estimate(runs, rows) gets the run's shared predictions and the rows judged so far (by id)."""
+
+    id: str
+    claim: str
+    claimed: float | None
+    unit: str
+    estimate: Callable
+    rule: Callable[[float | None, Estimate], str] = ratio_rule
+    progress: str | None = None  # said before estimating (the first row of each announced claim)
+
+    def judge(self, e: Estimate) -> ClaimRow:
+        return ClaimRow(self.id, self.claim, self.claimed, e.estimate, self.unit, e.assumptions, e.sources,
+                        self.rule(self.claimed, e), e.why, e.details)
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    id: str
+    claim: str  # as announced
+    claimed: float | None  # the announced figure, in `unit`
+    estimate: float | None  # flopcast's, in `unit`
+    unit: str
+    assumptions: tuple
+    sources: tuple
+    verdict: str
+    why: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "claim": self.claim, "claimed": self.claimed, "estimate": self.estimate,
+                "unit": self.unit, "assumptions": list(self.assumptions), "sources": list(self.sources),
+                "verdict": self.verdict, "why": self.why, "details": self.details}
+
+
+@dataclass(frozen=True)
+class ClaimsResult:
+    """All rows, plus the series a plot needs (see `series`), the rules and the run's settings.
+
+    series keys: "scaling" {"weak": [...], "strong": [...]} points with chips, tokens_per_s,
+    tokens_per_s_per_chip, mfu, fits; "time_to_train" {"trainium2": [...], "trainium1": [...],
+    "threshold_days"} points with chips, expected_days, ideal_days; "trn2_vs_trn1" points with
+    model, params_b, ratio; "graviton_speedups" points with model, weights, batch, phase,
+    basis, speedup, bound."""
+
+    rows: tuple
+    series: dict
+    quick: bool
+    elapsed_s: float
+    rules: tuple = VERDICT_RULES
+
+    def row(self, claim_id: str) -> ClaimRow:
+        for r in self.rows:
+            if r.id == claim_id:
+                return r
+        raise FlopcastError(f"no claim {claim_id!r}; valid: {', '.join(r.id for r in self.rows)}")
+
+    def to_dict(self) -> dict:
+        return {"claims": [r.to_dict() for r in self.rows], "series": self.series,
+                "verdict_rules": list(self.rules), "quick": self.quick, "elapsed_s": self.elapsed_s}

@@ -1,0 +1,58 @@
+"""The claims, one row each: id, the claim as announced, the announced figure and unit, how flopcast
+estimates it and the rule that judges it; `evaluate` runs them in order."""
+
+from __future__ import annotations
+
+import time
+
+from . import graviton, memory, peak, scaling, speedup, weeks
+from .evidence import Runs
+from .rows import Claim, ClaimsResult, weeks_rule
+from .rules import VERDICTS, WEEKS_THRESHOLD_DAYS
+
+CLAIMS = (
+    Claim("1a", "100,000 Trainium2 chips in an EC2 UltraCluster give 65 exaflops (~650 TFLOP/s per chip)",
+          65.0, "EFLOP/s", peak.estimate_peak,
+          progress="claim 1: 65 exaflops (catalog peak; gpt-300b on 100,000 Trainium2)"),
+    Claim("1b", "65 exaflops as training throughput of 100,000 Trainium2 on the ~300B GPT",
+          65.0, "EFLOP/s", peak.estimate_sustained),
+    Claim("2", "Trainium2 gives up to 4x the training performance of Trainium1",
+          4.0, "x (tokens/s per chip, Trn2 / Trn1)", speedup.estimate_4x,
+          progress="claim 2: 4x Trainium1 (tokens/s per chip at 1,024 chips)"),
+    Claim("3", "Trainium2 has 96 GB of HBM, 3x Trainium1",
+          3.0, "x (HBM per chip, Trn2 / Trn1)", memory.estimate_memory,
+          progress="claim 3: 3x memory (largest model per instance, layouts that fit)"),
+    Claim("4", "Trainium2 gives 2x the performance per watt of Trainium1",
+          2.0, "x (tokens/s per W, Trn2 / Trn1)", speedup.estimate_perf_per_watt,
+          progress="claim 4: 2x performance per watt"),
+    Claim("5", "16-chip Trn2 instances scale to EC2 UltraClusters of 100,000 chips (65 EF = 100,000 x per-chip peak: "
+          "linear scaling implied)",
+          1.0, "x (weak-scaling efficiency: tokens/s per chip at 100,000 / the sweep's best)", scaling.estimate_scaling,
+          progress="claim 5: scaling to 100,000 chips (weak and strong)"),
+    Claim("6", "A 300-billion-parameter model trains in weeks instead of months on Trainium2",
+          WEEKS_THRESHOLD_DAYS, "days (expected, with failures)", weeks.estimate_weeks, weeks_rule,
+          progress="claim 6: 300B model in weeks (expected time-to-train with failures)"),
+    Claim("7a", "Graviton4 is 30% faster than Graviton3",
+          1.3, "x (Graviton4 / Graviton3, LLM serving)", graviton.estimate_faster,
+          progress="claim 7: Graviton4 vs Graviton3 (llama3-8b/70b serving)"),
+    Claim("7b", "Graviton4 has 50% more cores than Graviton3",
+          1.5, "x (cores per socket)", graviton.estimate_cores),
+    Claim("7c", "Graviton4 has 75% more memory bandwidth than Graviton3",
+          1.75, "x (memory bandwidth per socket)", graviton.estimate_bandwidth),
+)
+
+
+def evaluate(quick: bool = False, progress=None) -> ClaimsResult:
+    """Every claim row and the plot series. progress(msg) is called once per claim."""
+    t0 = time.perf_counter()
+    runs = Runs(quick, progress)
+    rows, series = {}, {}
+    for claim in CLAIMS:
+        if claim.progress:
+            runs.progress(claim.progress)
+        estimate = claim.estimate(runs, rows)
+        rows[claim.id] = claim.judge(estimate)
+        series.update(estimate.series)
+    for r in rows.values():
+        assert r.verdict in VERDICTS, r.verdict
+    return ClaimsResult(tuple(rows.values()), series, quick, time.perf_counter() - t0)
