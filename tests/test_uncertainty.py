@@ -189,3 +189,11 @@ def test_infer_and_train_text_show_ranges(capsys):
     text = _cli(["train", "llama3-8b", "--hardware", "tpu7x-pod", "--chips", "64", "--tp", "1", "--pp", "1",
                  "--global-batch", "64", "--micro-batch", "1"], capsys)
     assert "step time" in text and "(80%:" in text and "training/unseen/dense" in text
+
+
+def test_file_names_of_paths_joined_names_and_lists():
+    assert vu.file_names("validation/calibration_runs.csv") == {"calibration_runs.csv"}
+    assert vu.file_names("calibration_runs.csv + more_training_runs.csv") == {"calibration_runs.csv",
+                                                                              "more_training_runs.csv"}
+    assert vu.file_names(["a/x.csv", "y.csv"]) == {"x.csv", "y.csv"}
+    assert vu.file_names(None) == set()

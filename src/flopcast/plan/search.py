@@ -103,88 +103,141 @@ def default_global_batches(model: Model, lo: int | None = None, hi: int | None =
     return sorted(set(out)) or [max(1, int(base))]
 
 
-def candidates(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
-    """Candidate layouts (arrays) that pass the degree and batch rules, how many candidates each rule
-    rejected, and how many were considered in all."""
-    node = system.tp_domain
-    L = model.layers
-    tp_c = space.tp or tuple(t for t in _pow2_upto(min(node, max(model.heads, system.chips_per_node))) if t <= node)
-    cp_c = space.cp or tuple(c for c in _pow2_upto(min(32, chips)) if model.seq_len // c >= 1024 or c == 1)
-    pp_c = space.pp or tuple(p for p in range(1, min(L, 128) + 1) if p <= 8 or p % 2 == 0)
-    vp_c = space.vp or (1, 2, 3, 4, 6, 8)
-    mb_c = space.micro_batch or (1, 2, 4, 8)
+@dataclass(frozen=True)
+class _Choices:
+    """The values each layout field may take: the space's, else the defaults a practitioner would sweep."""
+
+    tp: tuple
+    cp: tuple
+    pp: tuple
+    vp: tuple
+    micro_batch: tuple
+    global_batch: tuple
+    ep: tuple
+    recompute: tuple
+    sharding: tuple
+    sequence_parallel: tuple
+    dtype: tuple
+    schedule: tuple
+
+    @property
+    def per_schedule_pair(self) -> int:
+        """Candidates each (base row, vp/schedule pair) expands into: recompute x sharding x sp x dtype."""
+        return len(self.recompute) * len(self.sharding) * len(self.sequence_parallel) * len(self.dtype)
+
+
+def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _Choices:
+    node = system.tp_domain  # a node, or a TPU slice's ICI torus
     if space.global_batch:
         gb_c = space.global_batch
     else:
         lo, hi = space.batch_range or (None, None)
         gb_c = tuple(default_global_batches(model, lo, hi))
-    ep_c = space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts)))
-    rc_c = space.recompute or tuple(Recompute)
-    sh_c = space.sharding or tuple(Sharding)
-    sp_c = space.sequence_parallel or (1, 0)
-    dt_c = space.dtype or (Dtype.BF16,)
-    sc_c = space.schedule or (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+    return _Choices(
+        tp=space.tp or tuple(t for t in _pow2_upto(min(node, max(model.heads, system.chips_per_node))) if t <= node),
+        cp=space.cp or tuple(c for c in _pow2_upto(min(32, chips)) if model.seq_len // c >= 1024 or c == 1),
+        pp=space.pp or tuple(p for p in range(1, min(model.layers, 128) + 1) if p <= 8 or p % 2 == 0),
+        vp=space.vp or (1, 2, 3, 4, 6, 8),
+        micro_batch=space.micro_batch or (1, 2, 4, 8),
+        global_batch=gb_c,
+        ep=space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts))),
+        recompute=space.recompute or tuple(Recompute),
+        sharding=space.sharding or tuple(Sharding),
+        sequence_parallel=space.sequence_parallel or (1, 0),
+        dtype=space.dtype or (Dtype.BF16,),
+        schedule=space.schedule or (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED),
+    )
 
-    rejected: dict[str, int] = {}
-    considered = 0
-    rows = []
-    for tp, cp, pp, gb, mb in itertools.product(tp_c, cp_c, pp_c, gb_c, mb_c):
-        if space.dp:
-            dps = list(space.dp)
-        else:
-            room = chips // (tp * cp * pp)
-            if room < 1:
-                considered += 1
-                rejected["more chips than the cluster has"] = rejected.get("more chips than the cluster has", 0) + 1
-                continue
-            per_dp = gb // mb if gb % mb == 0 else 0
-            fitting = [d for d in _divisors(per_dp) if d <= room] if per_dp else []
-            if not allow_idle:
-                fitting = [d for d in fitting if d == room]
-            dps = sorted({max(fitting), 2 ** int(math.log2(max(fitting)))} & set(fitting)) if fitting else [room]
-        for dp in dps:
-            # expert parallelism lives inside data parallelism: only degrees dividing dp are candidates
-            eps = [e for e in ep_c if dp % e == 0] if model.moe and not space.ep else list(ep_c)
-            if len(eps) < len(ep_c):
-                # each dropped ep stands for every combination of the remaining choices
-                n_other = len(vp_c) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c) * len(sc_c)
-                skipped = (len(ep_c) - len(eps)) * n_other
-                considered += skipped
-                key = "ep is 1 for dense models and divides the experts and dp"
-                rejected[key] = rejected.get(key, 0) + skipped
-            for ep in eps:
-                rows.append((tp, cp, pp, dp, gb, mb, ep))
+
+class _Tally:
+    """Candidates considered, and how many each rule rejected (in the order the rules first fire)."""
+
+    def __init__(self):
+        self.rejected: dict[str, int] = {}
+        self.considered = 0
+
+    def reject(self, rule: str, n: int) -> None:
+        self.rejected[rule] = self.rejected.get(rule, 0) + n
+        self.considered += n
+
+
+def candidates(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
+    """Candidate layouts (arrays) that pass the degree and batch rules, how many candidates each rule
+    rejected, and how many were considered in all."""
+    ch = _choices(model, system, chips, space)
+    tally = _Tally()
+    rows = _base_rows(model, chips, space, ch, allow_idle, tally)
     if not rows:
-        return LayoutBatch.of([]), rejected, considered
+        return LayoutBatch.of([]), tally.rejected, tally.considered
     base = np.array(rows, dtype=np.int64)
-    # expand over the remaining categorical and small numeric choices
-    # vp and schedule go together: vp > 1 only interleaved, interleaved only with vp > 1 (the rule counts the rest)
-    pairs = [(v, int(sc)) for v in vp_c for sc in sc_c
-             if (sc == Schedule.INTERLEAVED) == (v > 1) or space.vp or space.schedule]
-    dropped = (len(vp_c) * len(sc_c) - len(pairs)) * len(base) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c)
-    if dropped:
-        key = "vp > 1 only with the interleaved schedule, which needs pp > 1"
-        rejected[key] = rejected.get(key, 0) + dropped
-        considered += dropped
+    pairs = _schedule_pairs(space, ch, len(base), tally)
     # the degree and batch rules, once per base row: each row stands for n_exp expanded candidates
-    n_exp = len(pairs) * len(rc_c) * len(sh_c) * len(sp_c) * len(dt_c)
+    n_exp = len(pairs) * ch.per_schedule_pair
     ok = _apply(_base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
-                rejected, n_exp)
-    considered += int(np.count_nonzero(~ok)) * n_exp
+                tally.rejected, n_exp)
+    tally.considered += int(np.count_nonzero(~ok)) * n_exp
     base = base[ok]
     if not len(base) or not pairs:
-        return LayoutBatch.of([]), rejected, considered
+        return LayoutBatch.of([]), tally.rejected, tally.considered
+    lb = _expand(base, pairs, ch)
+    tally.considered += lb.size
+    return lb, tally.rejected, tally.considered
+
+
+def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow_idle: bool, tally: _Tally) -> list:
+    """(tp, cp, pp, dp, global batch, micro-batch, ep) rows: every degree and batch choice with its dp degrees."""
+    rows = []
+    n_other = len(ch.vp) * len(ch.schedule) * ch.per_schedule_pair
+    for tp, cp, pp, gb, mb in itertools.product(ch.tp, ch.cp, ch.pp, ch.global_batch, ch.micro_batch):
+        dps = list(space.dp) if space.dp else _dp_degrees(chips // (tp * cp * pp), gb, mb, allow_idle)
+        if not dps:
+            tally.reject("more chips than the cluster has", 1)
+            continue
+        for dp in dps:
+            # expert parallelism lives inside data parallelism: only degrees dividing dp are candidates
+            eps = [e for e in ch.ep if dp % e == 0] if model.moe and not space.ep else list(ch.ep)
+            if len(eps) < len(ch.ep):
+                # each dropped ep stands for every combination of the remaining choices
+                tally.reject("ep is 1 for dense models and divides the experts and dp", (len(ch.ep) - len(eps)) * n_other)
+            rows += [(tp, cp, pp, dp, gb, mb, ep) for ep in eps]
+    return rows
+
+
+def _dp_degrees(room: int, gb: int, mb: int, allow_idle: bool) -> list[int]:
+    """The dp degrees tried for `room` = chips // (tp cp pp): the largest and the largest power of two that
+    divide the micro-batches per replica and fit (only `room` itself without idle chips); [room] when none
+    divides; [] when room < 1."""
+    if room < 1:
+        return []
+    per_dp = gb // mb if gb % mb == 0 else 0
+    fitting = [d for d in _divisors(per_dp) if d <= room] if per_dp else []
+    if not allow_idle:
+        fitting = [d for d in fitting if d == room]
+    return sorted({max(fitting), 2 ** int(math.log2(max(fitting)))} & set(fitting)) if fitting else [room]
+
+
+def _schedule_pairs(space: SearchSpace, ch: _Choices, n_base: int, tally: _Tally) -> list[tuple[int, int]]:
+    """(vp, schedule) pairs: vp > 1 only interleaved, interleaved only with vp > 1 (unless the space pins them);
+    the pairs left out are counted against the rule, for every base row and remaining choice."""
+    pairs = [(v, int(sc)) for v in ch.vp for sc in ch.schedule
+             if (sc == Schedule.INTERLEAVED) == (v > 1) or space.vp or space.schedule]
+    dropped = (len(ch.vp) * len(ch.schedule) - len(pairs)) * n_base * ch.per_schedule_pair
+    if dropped:
+        tally.reject("vp > 1 only with the interleaved schedule, which needs pp > 1", dropped)
+    return pairs
+
+
+def _expand(base: np.ndarray, pairs: list, ch: _Choices) -> LayoutBatch:
+    """Every base row x (vp, schedule) pair x recompute x sharding x sequence parallel x dtype, as arrays."""
     pair_arr = np.array(pairs, dtype=np.int64)
-    grids = [np.arange(len(base)), np.arange(len(pairs)), np.array([int(r) for r in rc_c]),
-             np.array([int(s) for s in sh_c]), np.array([int(s) for s in sp_c]), np.array([int(d) for d in dt_c])]
-    mesh = np.meshgrid(*grids, indexing="ij")
-    flat = [g.ravel() for g in mesh]
+    grids = [np.arange(len(base)), np.arange(len(pairs)), np.array([int(r) for r in ch.recompute]),
+             np.array([int(s) for s in ch.sharding]), np.array([int(s) for s in ch.sequence_parallel]),
+             np.array([int(d) for d in ch.dtype])]
+    flat = [g.ravel() for g in np.meshgrid(*grids, indexing="ij")]
     b = base[flat[0]]
-    lb = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
-                     ep=b[:, 6], vp=pair_arr[flat[1], 0], recompute=flat[2], sharding=flat[3],
-                     sequence_parallel=flat[4], dtype=flat[5], schedule=pair_arr[flat[1], 1])
-    considered += lb.size
-    return lb, rejected, considered
+    return LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
+                       ep=b[:, 6], vp=pair_arr[flat[1], 0], recompute=flat[2], sharding=flat[3],
+                       sequence_parallel=flat[4], dtype=flat[5], schedule=pair_arr[flat[1], 1])
 
 
 def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips: int | None, exact_chips: bool) -> dict:

@@ -152,7 +152,7 @@ def section(residuals: list[Residual], task: Task, data_file: str, command: str,
     return {
         "level": level,
         "provenance": {
-            "data_file": Path(data_file).name, "rows": sorted({r.run_id for r in residuals}, key=_run_order),
+            "data_file": " + ".join(sorted(file_names(data_file))), "rows": sorted({r.run_id for r in residuals}, key=_run_order),
             "n_residuals": len(residuals), "sources": sorted({r.source for r in residuals}),
             "date": dt.date.today().isoformat(), "command": command,
             "method": (f"leave-one-source-out log errors log(predicted/measured speed) per kind; bounds are the "
@@ -165,6 +165,21 @@ def section(residuals: list[Residual], task: Task, data_file: str, command: str,
         "coverage": {k: v for k, v in cov.items() if k != "method"} | {"method": cov["method"]},
         "kinds": kinds,
     }
+
+
+def file_names(file) -> set:
+    """The CSV file names a validate argument or a provenance entry names: a path, several joined by ' + ' or
+    given as a list, or a short name of the shipped files (validate.training.SHIPPED, where it exists)."""
+    from . import training as vt
+
+    if not file:
+        return set()
+    parts = list(file) if isinstance(file, (list, tuple)) else str(file).split(" + ")
+    shipped = getattr(vt, "SHIPPED", {})
+    out = set()
+    for p in parts:
+        out |= set(shipped[p]) if p in shipped else {Path(p).name}
+    return out
 
 
 def _run_order(run_id: str):
@@ -255,9 +270,10 @@ def shipped_coverage(file, rows, task: str, calibration_provenance: dict) -> dic
     table = _table()
     sec = table.get(task.value) or {}
     prov = sec.get("provenance") or {}
-    name = Path(file).name
-    interval_sources = set(prov.get("sources") or []) if prov.get("data_file") == name else set()
-    same_cal_file = calibration_provenance.get("data_file", calibration_provenance.get("data")) == name
+    names = file_names(file)
+    interval_sources = set(prov.get("sources") or []) if names & file_names(prov.get("data_file")) else set()
+    fitted_on = calibration_provenance.get("data_file", calibration_provenance.get("data"))
+    same_cal_file = bool(names & file_names(fitted_on))
     fitted_rows = set(map(str, calibration_provenance.get("rows") or [])) if task == Task.TRAINING else None
     if task == Task.TRAINING:
         from .. import catalog
