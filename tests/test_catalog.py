@@ -48,7 +48,7 @@ def test_system_figures_in_sane_ranges():
         sizes = [t.size for t in s.tiers]
         assert sizes == sorted(sizes), key
         if s.price_per_hour is not None:
-            assert 0.1 < s.price_per_hour < 500, key
+            assert 0.01 < s.price_per_hour < 500, key  # c7g.medium: 0.036 USD/h
 
 
 def test_required_entries_exist():

@@ -165,7 +165,7 @@ def test_to_dict_is_plain_json(result):
 
 
 def test_cli_json_parses(result, monkeypatch):
-    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None: result)
+    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None: result)
     out = CliRunner().invoke(cli, ["claims", "--json", "--quick"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.output)
@@ -173,7 +173,7 @@ def test_cli_json_parses(result, monkeypatch):
 
 
 def test_cli_text_table(result, monkeypatch):
-    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None: result)
+    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None: result)
     out = CliRunner().invoke(cli, ["claims", "--quick"])
     assert out.exit_code == 0, out.output
     assert "verdict rules:" in out.output and "+-15%" in out.output

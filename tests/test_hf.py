@@ -170,9 +170,11 @@ def test_structure_of_each_family(tmp_path):
 
 def test_unmodelled_fields_are_named_never_dropped(tmp_path):
     v3 = load(tmp_path, DEEPSEEK_V3, "v3")
-    for key in ("num_nextn_predict_layers", "quantization_config", "n_group", "topk_group"):
-        assert key in v3.notes["not_modelled"], key
-    assert "multi-token-prediction" in v3.notes["not_modelled"]
+    assert "quantization_config" in v3.notes["not_modelled"]
+    # group-limited routing and the MTP module are read into the model, not noted
+    assert (v3.moe.groups, v3.moe.topk_groups, v3.mtp_layers) == (8, 4, 1)
+    for key in ("num_nextn_predict_layers", "n_group", "topk_group"):
+        assert key not in v3.notes["not_modelled"], key
     for key in ("rope_theta", "bos_token_id", "aux_loss_alpha", "scoring_func", "routed_scaling_factor"):
         assert key in v3.notes["no_cost_effect"], key
     scout = load(tmp_path, llama4(16, 1, 10485760), "scout")
@@ -184,7 +186,7 @@ def test_unmodelled_fields_are_named_never_dropped(tmp_path):
                               "moe_intermediate_size", "moe_layer_freq", "n_routed_experts", "n_shared_experts",
                               "num_attention_heads", "num_experts_per_tok", "num_hidden_layers", "num_key_value_heads",
                               "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "vocab_size",
-                              "first_k_dense_replace"},
+                              "first_k_dense_replace", "n_group", "topk_group", "num_nextn_predict_layers"},
               "gpt2": {"architectures", "activation_function", "n_ctx", "n_head", "n_layer", "vocab_size",
                        "attn_pdrop", "embd_pdrop", "resid_pdrop"}}
     for cfg in (DEEPSEEK_V3, GPT2):
@@ -244,6 +246,14 @@ def test_config_trains_and_serves_from_the_command_line(tmp_path, capsys):
     assert main(["infer", str(write(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")), "-H", "p5.48xlarge", "--weights", "fp8",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)
+    assert main(["serve", str(tmp_path / "DeepSeek-V3"), "-H", "p5e.48xlarge", "--weights", "fp8", "--qps", "1",
+                 "--requests", "20", "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    assert served["completed"] == 20
+    assert catalog.load_model(str(tmp_path / "DeepSeek-V3")).mtp_layers == 1  # num_nextn_predict_layers is modelled
+    assert main(["train", str(write(tmp_path, QWEN3_8B, "Qwen3-8B")), "-H", "trn2.48xlarge", "-n", "16",
+                 "--seq-len", "4096", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "Qwen3-8B"
     d = write(tmp_path, {"model_type": "rwkv"}, "rwkv")
     assert main(["train", str(d)]) == 2
     err = capsys.readouterr().err
@@ -270,7 +280,7 @@ def test_forecasts_carry_the_unmodelled_fields(tmp_path, capsys):
 
     m = load(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")
     r = api.train(m, "p5.48xlarge", 64, seq_len=4096)
-    assert any("num_nextn_predict_layers" in n for n in r.notes)
+    assert any("quantization_config" in n for n in r.notes)
     d = inference.deployment(m, api.resolve_system("p5.48xlarge"), weights="fp8")
     assert any("quantization_config" in n for n in d.assumptions)
     assert not hf.result_notes(catalog.load_model("deepseek-v3"))  # catalog entries carry their own notes
@@ -283,3 +293,13 @@ def test_oversized_or_deep_json_is_refused(tmp_path):
     (tmp_path / "big.json").write_text('{"model_type": "llama", "pad": "' + "x" * (2 << 20) + '"}')
     with pytest.raises(FlopcastError, match="at most 1,048,576 bytes"):
         catalog.load_model(str(tmp_path / "big.json"))
+
+
+def test_catalog_shows_a_config_with_its_unmapped_keys(tmp_path, capsys):
+    d = write(tmp_path, DEEPSEEK_V3, "DeepSeek-V3")
+    assert main(["catalog", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert "Hugging Face config" in out and "mla.kv_lora_rank" in out and "mtp_layers" in out
+    assert main(["catalog", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["computed_params"] == pytest.approx(671e9, rel=0.01)

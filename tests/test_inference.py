@@ -105,7 +105,28 @@ def test_graviton4_faster_than_graviton3_and_partial_instance_bandwidth():
     g3 = inf.predict(inf.deployment(m, catalog.load_system("c7g.16xlarge")), 1, 128, 128)
     g4 = inf.predict(inf.deployment(m, catalog.load_system("c8g.16xlarge")), 1, 128, 128)
     assert g4.decode_tokens_per_s_per_stream > g3.decode_tokens_per_s_per_stream
-    assert inf.instance_bandwidth(catalog.load_system("c8g.16xlarge"), 1) == pytest.approx(358.4e9)
+    # 64 of 96 cores: the socket's 537.6 GB/s (CLASSMETHOD_STREAM: 16xlarge 80-100% above Graviton3's 307.2)
+    assert inf.instance_bandwidth(catalog.load_system("c8g.16xlarge"), 1) == pytest.approx(537.6e9)
+
+
+def test_every_graviton_size_from_its_vcpus():
+    r4 = catalog.load_system("r8g.4xlarge")
+    assert (r4.vcpus, r4.chips_per_node, r4.host_memory) == (16, 1, 128 * 2**30)
+    assert inf.instance_bandwidth(r4, 1) == pytest.approx(537.6e9 * 16 / 64)  # below saturation: per vCPU
+    assert r4.price_per_hour == pytest.approx(16 * 0.05891)
+    big = catalog.load_system("m8g.48xlarge")
+    assert big.chips_per_node == 2 and inf.instance_bandwidth(big, 2) == pytest.approx(2 * 537.6e9)
+    assert catalog.load_system("c7g.8xlarge").vcpus == 32 and catalog.load_system("x8g.metal-24xl").vcpus == 96
+    assert catalog.load_system("r7g.4xlarge").price_per_hour is None  # no stored price: none invented
+    m = catalog.load_model("llama3-8b")
+    rates = [inf.predict(inf.deployment(m, catalog.load_system(f"r8g.{s}")), 1, 128, 128)
+             .decode_tokens_per_s_per_stream for s in ("xlarge", "4xlarge", "12xlarge", "16xlarge")]
+    assert rates == sorted(rates) and rates[0] < rates[-1] / 4
+
+
+def test_unknown_instance_size_is_an_error_naming_the_sizes():
+    with pytest.raises(FlopcastError, match=r"r8g\.5xlarge.*r8g\.4xlarge"):
+        catalog.load_system("r8g.5xlarge")
 
 
 def test_tensor_parallel_adds_allreduce():

@@ -76,6 +76,8 @@ def test_every_rejection_rule_is_exercised():
         Layout(tp=8, pp=1, dp=8, ep=2, global_batch=16),  # ep on a dense model
         Layout(tp=1, pp=8, dp=8, sequence_parallel=True, global_batch=64),  # sp with tp=1
         Layout(tp=8, pp=8, dp=2, global_batch=16),  # more chips than available
+        Layout(tp=8, pp=8, dp=1, global_batch=4, schedule=Schedule.DUALPIPE),  # fewer than 2 pp micro-batches
+        Layout(tp=8, pp=1, dp=8, global_batch=16, recompute=Recompute.FULL, schedule=Schedule.ONE_F_ONE_B_OVERLAP),
     ]
     rules = search_mod.rules(m, system, LayoutBatch.of(bad), chips, exact_chips=True)
     never = [name for name, ok in rules.items() if ok.all()]

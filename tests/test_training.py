@@ -7,6 +7,7 @@ import pytest
 
 import flopcast
 from flopcast import catalog
+from flopcast.cost import pipeline
 from flopcast.model.strategy import LayoutBatch
 from flopcast.model.system import Dtype
 from flopcast.plan import search
@@ -102,10 +103,10 @@ def test_moe_and_cp_and_interleaving_run():
 def test_balanced_pipeline_stage_places_whole_layers_around_the_embedding_and_logits():
     # 94 layers of time 1 on 8 stages, logits worth 2 layers: 12 per middle stage, 10 on the last -> 12;
     # an even split puts ceil(94 / 8) = 12 layers and the logits on the last stage -> 14
-    assert training._balanced_stage(94, np.array([8.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
+    assert pipeline.balanced_stage(94, np.array([8.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
                                     np.array([96.0 / 8]))[0] == pytest.approx(12.0)
     # 32 layers on 4 stages with light edges: nothing to move, one layer plus an edge on the last stage
-    assert training._balanced_stage(32, np.array([4.0]), np.array([1.0]), np.array([0.1]), np.array([0.1]),
+    assert pipeline.balanced_stage(32, np.array([4.0]), np.array([1.0]), np.array([0.1]), np.array([0.1]),
                                     np.array([32.2 / 4]))[0] == pytest.approx(8.1)
 
 

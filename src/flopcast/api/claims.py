@@ -27,12 +27,13 @@ class ClaimsReport(Tabular):
 
 
 @python_errors
-def claims(*, quick: bool = False, progress=None) -> ClaimsReport:
+def claims(*, quick: bool = False, progress=None, calibration=None) -> ClaimsReport:
     """Test AWS's Trainium2 / Graviton4 announcement claims with flopcast's own models (tens of seconds;
-    `quick=True` uses fewer sizes and models). progress(message) is called once per claim.
+    `quick=True` uses fewer sizes and models). progress(message) is called once per claim. calibration: a file
+    `calibrate` wrote, replacing the shipped calibration of its kind (training or serving).
 
     Example (not run here: it takes seconds): ``flopcast.claims(quick=True).to_frame()[["id", "verdict"]]``
     """
     from .. import claims as C
 
-    return ClaimsReport(C.evaluate(quick=quick, progress=progress))
+    return ClaimsReport(C.evaluate(quick=quick, progress=progress, calibration=calibration))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import catalog
+from ..catalog import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.workload import Model
@@ -43,7 +44,7 @@ class CompareServingResult(Tabular):
 
 
 def _compare_serving(model, systems, *, chips, qps, input_tokens, output_tokens, weights, kv_dtype, scheduler,
-                     slo_ttft, slo_tpot, requests, seed, progress, **layout) -> CompareServingResult:
+                     slo_ttft, slo_tpot, requests, seed, progress, calibration=None, **layout) -> CompareServingResult:
     tp = layout.pop("tp", None)
     layout = {k: v for k, v in layout.items() if v is not None}
     if layout:
@@ -57,7 +58,7 @@ def _compare_serving(model, systems, *, chips, qps, input_tokens, output_tokens,
     cfg = config(scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
     out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype, qps=qps,
                                    requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
-                                   seed=seed, progress=progress)
+                                   seed=seed, progress=progress, inference_calibration=calibrations.serving(calibration))
     return CompareServingResult(m, cfg, input_tokens, output_tokens, qps, out)
 
 
@@ -80,7 +81,7 @@ def compare(model, hardware, chips: int | None = None, *, tokens="chinchilla", s
         return _compare_serving(model, systems, chips=chips, qps=qps, input_tokens=input_tokens,
                                 output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
                                 slo_ttft=slo_ttft, slo_tpot=slo_tpot, requests=requests, seed=seed,
-                                progress=progress, **layout)
+                                progress=progress, calibration=calibration, **layout)
     return compare_training(model, systems, chips, tokens=tokens, seq_len=seq_len, calibration=calibration,
                             progress=progress, serving_only={"weights": weights, "kv_dtype": kv_dtype, "qps": qps},
                             **layout)

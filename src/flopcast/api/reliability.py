@@ -35,8 +35,8 @@ def assumptions(*, mtbf_chip_hours=None, checkpoint_write_gbps=None, checkpoint_
     return GoodputAssumptions(**{k: v for k, v in kw.items() if v is not None})
 
 
-def _train(model, hardware, chips, tokens, layout) -> TrainResult:
-    r = forecast.train(model, hardware, chips, tokens=tokens, **layout)
+def _train(model, hardware, chips, tokens, layout, calibration=None) -> TrainResult:
+    r = forecast.train(model, hardware, chips, tokens=tokens, calibration=calibration, **layout)
     if not r.fits:
         raise FlopcastError(
             f"{r.model.label} does not fit on {r.chips:,} {r.system.chip.id} chips"
@@ -86,12 +86,12 @@ class ReliabilitySweepResult(Tabular):
         return [flatten(d) for d in self.to_dict()["sweep"]]
 
 
-def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed) -> ReliabilitySweepResult:
+def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, calibration=None) -> ReliabilitySweepResult:
     rows, errors = [], {}
     pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
     for n in sizes:
         try:
-            r = _train(m, hardware, n, tokens, pinned)
+            r = _train(m, hardware, n, tokens, pinned, calibration)
         except FlopcastError as exc:
             errors[n] = str(exc)
             continue
@@ -111,11 +111,12 @@ def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed) -> Reliabilit
 def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None = None, *, tokens=None,
                 trials: int = 1000, seed: int = 0, sweep_chips=None, seq_len: int | None = None,
                 mtbf_chip_hours=None, checkpoint_write_gbps=None, checkpoint_load_gbps=None, async_checkpoint=None,
-                restart_minutes=None, spares=None, interval=None, cv=None,
+                restart_minutes=None, spares=None, interval=None, cv=None, calibration=None,
                 **layout) -> ReliabilityResult | ReliabilitySweepResult:
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form.
 
-    tokens default to 20 per parameter; `sweep_chips` ("1024,8192" or a list) evaluates several cluster sizes.
+    tokens default to 20 per parameter; `sweep_chips` ("1024,8192" or a list) evaluates several cluster sizes;
+    `calibration`: a training calibration file `calibrate` wrote, instead of the shipped one.
 
     >>> r = flopcast.reliability("llama2-7b", "p5.48xlarge", 64, tokens="1T", trials=20)
     >>> 0 < r.goodput.goodput < 1 and r.goodput.expected_s > r.goodput.ideal_s
@@ -129,8 +130,9 @@ def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None 
     if trials is not None and trials < 1:
         raise FlopcastError(f"`trials` must be a positive whole number, got {trials}")
     if sweep_chips:
-        return _sweep(m, hardware, args.chip_counts(sweep_chips, "sweep_chips"), n_tokens, layout, base, trials, seed)
-    result = _train(m, hardware, chips, n_tokens, layout)
+        return _sweep(m, hardware, args.chip_counts(sweep_chips, "sweep_chips"), n_tokens, layout, base, trials, seed,
+                      calibration)
+    result = _train(m, hardware, chips, n_tokens, layout, calibration)
     g = goodput_for(result, base)
     sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)
     return ReliabilityResult(result, g, sim)

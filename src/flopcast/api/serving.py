@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import catalog
+from ..catalog import calibrations
 from ..cost import inference as inf
 from ..cost.uncertainty import serving_interval
 from ..errors import FlopcastError
@@ -20,21 +21,25 @@ from . import args
 from .args import python_errors
 
 
-def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None) -> inf.Deployment:
-    """The deployment of `model` on `hardware` (names, files or catalog objects)."""
+def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None,
+               calibration=None) -> inf.Deployment:
+    """The deployment of `model` on `hardware` (names, files or catalog objects); `calibration`: a serving
+    calibration file `calibrate` wrote, instead of the shipped one."""
     m = model if not isinstance(model, str) else catalog.load_model(model)
     s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
-    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
+                          inference_calibration=calibrations.serving(calibration))
 
 
-def assumptions(d: inf.Deployment) -> list[str]:
+def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
     """What a forecast of `d` assumes: the deployment's own notes, the calibration basis and the price rule."""
     out = list(d.assumptions)
-    table = inf.load_inference_calibration()
+    table = calibrations.serving(calibration)
     if d.is_cpu and d.system.chip.id not in ("graviton3", "graviton3e"):
         out += inf.graviton4_assumptions(d)
     elif d.family in table:
-        out.append(inf.calibration_basis(d))
+        out.append(f"efficiencies of engine family {d.family} from the calibration file {calibration}" if calibration
+                   else inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
     elif d.tp * d.replicas != d.system.chips_per_node:
@@ -60,16 +65,17 @@ class InferResult(Tabular):
 @python_errors
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
-          output_tokens: int = 128) -> InferResult:
+          output_tokens: int = 128, calibration=None) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
     >>> r.prediction.ttft_s > 0 and r.prediction.fits
     True
     """
-    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
+                   calibration=calibration)
     r = inf.predict(d, batch, input_tokens, output_tokens)
-    notes = assumptions(d) + [a for a in r.assumptions if a not in d.assumptions]
+    notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     if r.interval is not None:
         notes.append(f"{r.interval.label} prediction interval of a {r.interval.kind} forecast from "
                      f"{r.interval.residuals} leave-one-source-out errors (uncertainty.yaml)")
@@ -131,21 +137,23 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
           requests: int | None = None, duration=None, input_tokens="512", output_tokens="128", trace=None,
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
-          router="least-loaded", find_capacity: bool = False) -> ServeResult:
+          router="least-loaded", find_capacity: bool = False, calibration=None) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
-    `find_capacity=True` the highest rate at which 90% of requests meet both SLOs.
+    `find_capacity=True` the highest rate at which 90% of requests meet both SLOs. `calibration`: a serving
+    calibration file `calibrate` wrote, instead of the shipped one.
 
     >>> s = flopcast.serve("llama3-8b", "p5.48xlarge", chips=1, qps=5, requests=50, slo_ttft="2s")
     >>> s.result.completed, s.config.slo_ttft_s
     (50, 2.0)
     """
-    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype)
+    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
+                   calibration=calibration)
     cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
     if requests is not None and duration is not None:
         raise FlopcastError("give either `requests` or `duration`, not both")
-    notes = assumptions(d)
+    notes = assumptions(d, calibration)
     capacity = None
     if find_capacity:
         if qps is not None:

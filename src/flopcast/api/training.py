@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 
 from .. import catalog
+from ..catalog import calibrations
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
@@ -33,7 +34,7 @@ def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpac
 
 @python_errors
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None, *,
-          tokens=None, seq_len: int | None = None, calibration: Calibration | None = None,
+          tokens=None, seq_len: int | None = None, calibration: Calibration | str | None = None,
           objective: str = "throughput", progress=None, **layout) -> TrainResult:
     """Forecast one training configuration; layout fields left out are chosen by the search.
 
@@ -83,7 +84,7 @@ class SearchResult(Tabular):
 @python_errors
 def search(model: str | Model, hardware: str | System, chips: int, *, top: int = 10, objective: str = "throughput",
            dtypes=None, batch_range=None, tokens=None, allow_idle: bool = True, seq_len: int | None = None,
-           calibration: Calibration | None = None, progress=None, **layout) -> SearchResult:
+           calibration: Calibration | str | None = None, progress=None, **layout) -> SearchResult:
     """Evaluate every valid layout of `model` on `chips` chips and rank them; layout fields given are pinned.
 
     dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096).
@@ -99,7 +100,7 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
         raise FlopcastError(f"{system.id} scales to {system.max_chips} chips; `chips={chips}` is more")
     space = _space(layout, dtypes, batch_range)
     n_tokens = args.tokens(tokens, m)
-    cal = calibration or catalog.calibration()
+    cal = calibrations.training(calibration)
     t0 = time.perf_counter()
     out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress)
     wall = time.perf_counter() - t0
@@ -148,7 +149,7 @@ class PlanResult(Tabular):
 
 @python_errors
 def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", deadline=None, budget=None,
-         pareto: bool = False, seq_len: int | None = None, calibration: Calibration | None = None, progress=None,
+         pareto: bool = False, seq_len: int | None = None, calibration: Calibration | str | None = None, progress=None,
          **layout) -> PlanResult:
     """Size a cluster of whole nodes: the smallest that meets `deadline` ("30d", "12h" or seconds), the fastest
     within `budget` (dollars, "2.5M"), or (`pareto=True`) the size/time/cost frontier. Exactly one of them.
@@ -162,7 +163,7 @@ def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", dea
     m = forecast.resolve_model(model, seq_len)
     system = forecast.resolve_system(hardware)
     n_tokens = args.tokens(tokens, m)
-    space, cal = _space(layout), calibration or catalog.calibration()
+    space, cal = _space(layout), calibrations.training(calibration)
     t0 = time.perf_counter()
     if deadline is not None:
         d = args.duration(deadline, "deadline", unit_required=True)
@@ -208,6 +209,6 @@ def compare_training(model, systems: list[System], chips, *, tokens, seq_len, ca
     forecast.check_positive(chips=chips)
     m = forecast.resolve_model(model, seq_len)
     n_tokens = args.tokens(tokens, m)
-    out = capacity.compare(m, systems, chips, n_tokens, calibration or catalog.calibration(), _space(layout),
+    out = capacity.compare(m, systems, chips, n_tokens, calibrations.training(calibration), _space(layout),
                            progress=progress)
     return CompareResult(m, chips, n_tokens, out)

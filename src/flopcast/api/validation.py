@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import catalog
+from ..catalog import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..validate import training as vt
@@ -83,6 +84,7 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
 
     Blank layout cells are chosen by the search over just those fields. `cross_validate=True` refits with
     each source left out and predicts it (minutes): the error to expect on runs flopcast has not seen.
+    `calibration`: a file `calibrate` wrote (training or serving, as the CSV), instead of the shipped one.
     summary["intervals"] says how often the 80% prediction intervals covered the measurements, scored
     honestly: with `cross_validate`, each row against the interval fitted on the other sources' errors (and
     the intervals per kind those errors give, written to `write_intervals` when given); without, the shipped
@@ -94,6 +96,9 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
     """
     from ..validate import uncertainty as vu
 
+    if calibration is not None and cross_validate:
+        raise FlopcastError("`calibration` and `cross_validate` exclude each other: cross-validation fits its own "
+                            "parameters for each held-out source")
     if write_intervals:
         if not cross_validate:
             raise FlopcastError("`write_intervals` needs `cross_validate` (intervals come from out-of-sample errors)")
@@ -102,7 +107,8 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         from ..cost.inference.engines import _inference_calibration_file
         from ..validate.inference import cross_validate_inference, validate_inference
 
-        result = cross_validate_inference(file) if cross_validate else validate_inference(file)
+        result = (cross_validate_inference(file) if cross_validate
+                  else validate_inference(file, calibrations.serving(calibration)))
         if cross_validate:
             intervals = vu.from_cross_validation(file, result["rows"], "serving", write_intervals)
         else:
@@ -118,9 +124,9 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         summary = {**res["summary"], "method": CROSS_VALIDATION, "fold_parameters": res["folds"],
                    "intervals": vu.from_cross_validation(file, res["rows"], "training", write_intervals)}
         return ValidationResult("training", tuple(res["rows"]), summary)
-    cal = calibration or catalog.calibration()
+    cal = calibrations.training(calibration)
     rows = vt.run_validation(file, cal)
-    intervals = {"coverage": vu.shipped_coverage(file, rows, "training", cal.provenance)}
+    intervals = {"coverage": vu.shipped_coverage(file, rows, "training", cal.provenance, cal)}
     return ValidationResult("training", tuple(rows), {**vt.summarize(rows), "intervals": intervals})
 
 
@@ -143,7 +149,9 @@ class CalibrationResult(Tabular):
 @python_errors
 def calibrate(file: str, *, output: str | None = None, progress=None) -> CalibrationResult:
     """Fit the efficiency parameters on the measured runs in `file` and write them with their provenance
-    to `output` (default: the catalog data flopcast ships).
+    to `output` (default: ./calibration.yaml, or ./inference_calibration.yaml for a serving CSV, in the working
+    directory; predictions read it with `calibration=`). The shipped parameters change only when `output`
+    names src/flopcast/catalog/data/calibration.yaml (or inference_calibration.yaml).
 
     Example (not run here: it fits for tens of seconds and writes a file):
     ``flopcast.calibrate("validation/calibration_runs.csv", output="my-calibration.yaml").info["fit_mape_pct"]``
@@ -151,21 +159,21 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
     from ..validate import calibrate as cb
 
     kind = schema(file)
-    if output:
-        prepare_out(output, file, "output")
+    output = str(output or ("inference_calibration.yaml" if kind == "serving" else "calibration.yaml"))
+    prepare_out(output, file, "output")
     if kind == "serving":
-        from ..validate.inference import CAL_PATH, fit_inference
+        from ..validate.inference import fit_inference
 
         try:
-            info = fit_inference(file, output) if output else fit_inference(file)
+            info = fit_inference(file, output)
         except OSError as exc:
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
-        return CalibrationResult("serving", str(output or CAL_PATH), info)
+        return CalibrationResult("serving", output, info)
     cases, _ = vt.load_cases(file)
     if progress is not None:
         progress.add_total(2)
     cal, info = cb.fit(cases, progress=None if progress is None else progress.update)
-    target = Path(output) if output else catalog.DATA / "calibration.yaml"
+    target = Path(output)
     try:
         cb.write(cal, cb.provenance(file, cases, info), target)
     except OSError as exc:

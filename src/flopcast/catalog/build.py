@@ -129,7 +129,9 @@ def _moe(m) -> Moe | None:
     if m is None:
         return None
     return Moe(experts=m.experts, topk=m.topk, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts or 0,
-               shared_ffn=m.shared_ffn, dense_layers=m.dense_layers or 0, layer_freq=m.layer_freq or 1)
+               shared_ffn=m.shared_ffn, dense_layers=m.dense_layers or 0, layer_freq=m.layer_freq or 1,
+               groups=m.groups or 0, topk_groups=m.topk_groups or 0, capacity_factor=m.capacity_factor,
+               imbalance=1.0 if m.imbalance is None else m.imbalance)
 
 
 def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "entry") -> Model:
@@ -152,7 +154,7 @@ def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "en
         kv_heads=e.heads if e.kv_heads is None else e.kv_heads, ffn_hidden=ffn, vocab=e.vocab,
         seq_len=e.seq_len or 2048, mlp=e.mlp or Mlp.GELU, head_dim=e.head_dim or 0,
         tied_embeddings=bool(e.tied_embeddings), dropout=bool(e.dropout), moe=moe, mla=mla,
-        sliding_window=window, sliding_every=every, batch_tokens=e.batch_tokens or 0.0,
+        sliding_window=window, sliding_every=every, mtp_layers=e.mtp_layers or 0, batch_tokens=e.batch_tokens or 0.0,
         published_params=e.published_params or 0.0, published_active_params=e.published_active_params or 0.0,
         source=e.source or "", notes=dict(e.notes or {}),
     )

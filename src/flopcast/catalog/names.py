@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import FlopcastError
+from . import instances
 
 DATA = Path(__file__).parent / "data"
 _FILES = {"model": "models.yaml", "chip": "chips.yaml", "system": "systems.yaml"}
@@ -22,7 +23,10 @@ def raw(kind: str) -> dict:
     path = DATA / _FILES[kind]
     if not path.exists():
         return {}
-    return yaml.load(path.read_text(), Loader=_Loader) or {}
+    entries = yaml.load(path.read_text(), Loader=_Loader) or {}
+    if kind == "system":  # every Graviton size AWS sells; a systems.yaml entry of the same name wins
+        entries = {**instances.generated(raw("chip")), **entries}
+    return entries
 
 
 @functools.cache
@@ -65,6 +69,10 @@ def close_matches(name: str, choices: list[str]) -> list[str]:
 
 def unknown(kind: str, name: str) -> FlopcastError:
     choices = names(kind)
+    family = str(name).strip().lower().split(".")[0] + "."
+    sizes = [c for c in choices if c.lower().startswith(family)] if kind == "system" and "." in str(name) else []
+    if sizes:
+        return FlopcastError(f"unknown system {name!r}; valid {family[:-1]} sizes: {', '.join(sizes)}")
     close = close_matches(name, choices)
     hint = f"closest: {', '.join(close)}" if close else f"valid: {', '.join(choices)}"
     return FlopcastError(f"unknown {kind} {name!r}; {hint} (or pass a YAML/TOML file; `flopcast catalog` lists all)")

@@ -80,6 +80,10 @@ class MoeEntry(Strict):
     shared_ffn: count(1, 2**26, doc="total width of the shared experts") | None = None
     dense_layers: count(0, LAYERS, doc="the first N layers are dense") | None = None
     layer_freq: count(1, LAYERS, doc="every Nth remaining layer is MoE") | None = None
+    groups: count(0, HEADS, doc="expert groups of a group-limited router (HF n_group)") | None = None
+    topk_groups: count(0, HEADS, doc="groups a token's experts come from (HF topk_group)") | None = None
+    capacity_factor: amount(100, doc="expert capacity / mean tokens; absent: dropless") | None = None
+    imbalance: amount(100, doc="busiest rank's tokens / mean under dropless dispatch (>= 1)") | None = None
 
 
 class MlaEntry(Strict):
@@ -131,6 +135,7 @@ class ModelEntry(Common):
     moe: MoeEntry | None = None
     mla: MlaEntry | None = None
     sliding_window: Window | None = None
+    mtp_layers: count(0, 64, doc="multi-token-prediction modules (HF num_nextn_predict_layers)") | None = None
     batch_tokens: amount(1e12, doc="customary global batch in tokens") | None = None
     published_params: amount(1e15) | None = None
     published_active_params: amount(1e15) | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
+from ..model import hf
 from ..model.system import Dtype
 from ..units import GiB, fmt
 from . import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names, raw,
@@ -84,6 +85,8 @@ def _flatten(d, prefix=""):
 
 def entry_json(name: str) -> dict:
     """One entry, field by field with its source: a catalog name, or a user file as it resolves (after `base:`)."""
+    if hf.config_path(name) is not None:
+        return _config_json(name)
     kind = _kind_of(name)
     if is_file(name):
         return _file_json(kind, name)
@@ -110,6 +113,29 @@ def _refs(fields: list, d: dict) -> dict:
 def _add_params(out: dict, m) -> None:
     out["computed_params"] = total_params(m)
     out["computed_active_params"] = active_params(m)
+
+
+def _config_json(name: str) -> dict:
+    """A Hugging Face config.json as the model flopcast reads from it: each field, and the keys it could not map."""
+    from dataclasses import asdict, fields as dc_fields
+
+    m = load_model(name)
+    skip = {"name", "id", "source", "notes", "published_params", "published_active_params", "batch_tokens"}
+    values = {f.name: getattr(m, f.name) for f in dc_fields(m) if f.name not in skip}
+    flat = {}
+    for k, v in values.items():
+        if hasattr(v, "__dataclass_fields__"):
+            flat.update({f"{k}.{kk}": vv for kk, vv in asdict(v).items()})
+        else:
+            flat[k] = getattr(v, "value", v)
+    fields = [{"field": k, "value": v, "source": "config.json", "note": m.notes.get(k.split(".")[0])}
+              for k, v in flat.items()]
+    fields += [{"field": k, "value": "", "source": "config.json", "note": m.notes[k]}
+               for k in ("not_modelled", "no_cost_effect", "defaults") if k in m.notes]
+    out = {"kind": "model", "id": m.id, "name": m.name, "file": name, "based_on": None, "fields": fields,
+           "sources": {}, "hugging_face_config": True}
+    _add_params(out, m)
+    return out
 
 
 def _file_json(kind: str, name: str) -> dict:
@@ -150,7 +176,9 @@ def _file_json(kind: str, name: str) -> dict:
 def entry_text(name: str) -> str:
     e = entry_json(name)
     lines = [f"{e['kind']} {e['id']}: {e['name']}"]
-    if "file" in e:
+    if e.get("hugging_face_config"):
+        lines.append(f"  Hugging Face config {e['file']}; every field read from it, the keys it could not map below")
+    elif "file" in e:
         lines.append(f"  user file {e['file']}" + (f", based on {e['based_on']}" if e["based_on"] else "")
                      + "; fields it sets cite it, the rest its base's sources")
         if e.get("hardware"):

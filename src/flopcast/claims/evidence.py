@@ -65,9 +65,13 @@ def dense_models() -> list:
 class Runs:
     """One claims run: a cache of training predictions (claims share configurations) and progress."""
 
-    def __init__(self, quick: bool, progress=None):
+    def __init__(self, quick: bool, progress=None, calibration=None):
+        from ..catalog import calibrations
+
         self.quick = quick
         self.progress = progress or (lambda msg: None)
+        # a calibration file replaces the shipped calibration of its kind (training or serving)
+        self.calibration, self.engines = calibrations.pair(calibration)
         self._cache = {}
 
     def once(self, key: str, compute):
@@ -79,7 +83,7 @@ class Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = api.train(model, hardware, chips, **layout)
+            self._cache[key] = api.train(model, hardware, chips, calibration=self.calibration, **layout)
         return self._cache[key]
 
 

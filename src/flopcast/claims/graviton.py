@@ -30,7 +30,7 @@ def _bound(d: inf.Deployment, batch: int) -> str:
     return "bandwidth" if t_memory >= t_compute else "compute"
 
 
-def graviton_cases(quick: bool) -> list[dict]:
+def graviton_cases(quick: bool, engines: dict | None = None) -> list[dict]:
     """Predicted Graviton4 / Graviton3 speed-ups, per case (cost/inference.py predict)."""
     models = ["llama3-8b", "llama3-70b"]
     weights = ["bf16", "q8_0", "q4_0"]
@@ -40,7 +40,8 @@ def graviton_cases(quick: bool) -> list[dict]:
         for mname in models:
             m = catalog.load_model(mname)
             for w in weights:
-                d3, d4 = (inf.deployment(m, catalog.system_for(hw), chips=c, weights=w) for hw, c in pair)
+                d3, d4 = (inf.deployment(m, catalog.system_for(hw), chips=c, weights=w, inference_calibration=engines)
+                          for hw, c in pair)
                 for b in batches:
                     p3, p4 = inf.predict(d3, b, 512, 128), inf.predict(d4, b, 512, 128)
                     fits = p3.fits and p4.fits
@@ -56,9 +57,10 @@ def graviton_cases(quick: bool) -> list[dict]:
     return out
 
 
-def _rates(pair) -> dict:
+def _rates(pair, engines: dict | None = None) -> dict:
     m = catalog.load_model("llama3-8b")
-    d3, d4 = (inf.deployment(m, catalog.system_for(hw), chips=c, weights="q8_0") for hw, c in pair)
+    d3, d4 = (inf.deployment(m, catalog.system_for(hw), chips=c, weights="q8_0", inference_calibration=engines)
+              for hw, c in pair)
     return {"compute_ratio": d4.compute_rate / d3.compute_rate, "bandwidth_ratio": d4.memory_rate / d3.memory_rate,
             "threads_graviton3": d3.threads, "threads_graviton4": d4.threads}
 
@@ -89,22 +91,22 @@ class GravitonEvidence:
     sources: tuple
 
     @classmethod
-    def of(cls, quick: bool) -> GravitonEvidence:
-        cases = graviton_cases(quick)
+    def of(cls, quick: bool, engines: dict | None = None) -> GravitonEvidence:
+        cases = graviton_cases(quick, engines)
         g3, g4 = catalog.load_chip("graviton3"), catalog.load_chip("graviton4")
         assumptions = (
             "prediction: cost/inference.predict (per-operator roofline, llama.cpp efficiencies fitted on Graviton3/3E "
             "rows of inference_runs.csv; no measured Graviton4 rows), 512 input + 128 output tokens, "
             f"llama3-8b and llama3-70b, weights bf16/q8_0/q4_0, batches {sorted({c['batch'] for c in cases})}",
             "socket basis: r7g.16xlarge (64 Graviton3 cores) vs one socket of r8g.48xlarge (96 Graviton4 cores); "
-            "equal-core basis: c7g.16xlarge vs c8g.16xlarge (64 cores each; c8g.16xlarge bandwidth is the catalog's "
-            "core-proportional share of a socket, an assumption)",
+            "equal-core basis: c7g.16xlarge vs c8g.16xlarge (64 cores each; c8g.16xlarge bandwidth: the socket's, as "
+            "the Classmethod STREAM run of a 16xlarge shows)",
         ) + _not_fitting(cases)
         sources = (source_of("graviton3", "cores", g3), source_of("graviton4", "cores", g4),
                    source_of("graviton3", "memory_bandwidth", g3), source_of("graviton4", "memory_bandwidth", g4),
                    source_of("graviton3", "peak_flops.int8", g3), source_of("graviton4", "peak_flops.int8", g4),
                    "inference_calibration.yaml (llama.cpp family)", "WIKICHIP_G4 (announcement figures)")
-        return cls(cases, g3, g4, _rates(SOCKET), _rates(EQUAL_CORES), assumptions, sources)
+        return cls(cases, g3, g4, _rates(SOCKET, engines), _rates(EQUAL_CORES, engines), assumptions, sources)
 
     def speedups(self, basis, phase=None, bound=None, batch=None) -> list:
         return [c["speedup"] for c in self.cases if c["basis"] == basis and (phase is None or c["phase"] == phase)
@@ -129,7 +131,7 @@ def _not_fitting(cases: list) -> tuple:
 
 
 def _evidence(runs: Runs) -> GravitonEvidence:
-    return runs.once("graviton", lambda: GravitonEvidence.of(runs.quick))
+    return runs.once("graviton", lambda: GravitonEvidence.of(runs.quick, runs.engines))
 
 
 def estimate_faster(runs: Runs, rows: dict) -> Estimate:

@@ -15,11 +15,11 @@ from .evidence import ANNOUNCEMENT, GPT300B, TRN1, TRN2, Runs, dense_models, sou
 from .rows import Estimate
 
 
-def _outcome(model_name: str, hardware: str, chips: int) -> dict:
+def _outcome(model_name: str, hardware: str, chips: int, calibration) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
     m, system = api.resolve_model(model_name), api.resolve_system(hardware)
     space = replace(api.layout_space(), ep=(1,))
-    out = search_mod.search(m, system, chips, catalog.calibration(), space)
+    out = search_mod.search(m, system, chips, calibration, space)
     fits = np.asarray(out.results["fits"]) if out.results else np.zeros(0, bool)
     no_rec = fits & (out.batch.recompute == int(Recompute.NONE)) if fits.size else fits
     best = out.batch.layout(int(out.order[0])) if out.n_fit else None
@@ -52,7 +52,8 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
         min_chips[chip_id] = next((n for n in (16, 32, 64, 128, 256, 512, 1024)
                                    if runs.train(GPT300B, hw, n).fits), None)
     ref = min_chips["trainium1"] or 1024
-    counts = {"trainium1": _outcome(GPT300B, TRN1, ref), "trainium2": _outcome(GPT300B, TRN2, ref)}
+    counts = {"trainium1": _outcome(GPT300B, TRN1, ref, runs.calibration),
+              "trainium2": _outcome(GPT300B, TRN2, ref, runs.calibration)}
     l1, l2 = largest["trainium1"], largest["trainium2"]
     why = (f"the catalog gives {c2.memory / GiB:.0f} GiB vs {c1.memory / GiB:.0f} GiB ({est:.1f}x): one instance trains "
            f"{l2['model'] if l2 else 'none'} instead of {l1['model'] if l1 else 'none'}, gpt-300b needs "

@@ -42,10 +42,11 @@ CLAIMS = (
 )
 
 
-def evaluate(quick: bool = False, progress=None) -> ClaimsResult:
-    """Every claim row and the plot series. progress(msg) is called once per claim."""
+def evaluate(quick: bool = False, progress=None, calibration=None) -> ClaimsResult:
+    """Every claim row and the plot series. progress(msg) is called once per claim; calibration: a file
+    `flopcast calibrate` wrote, replacing the shipped calibration of its kind."""
     t0 = time.perf_counter()
-    runs = Runs(quick, progress)
+    runs = Runs(quick, progress, calibration)
     rows, series = {}, {}
     for claim in CLAIMS:
         if claim.progress:

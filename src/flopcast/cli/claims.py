@@ -12,7 +12,7 @@ import click
 
 from .. import api
 from ..report.text import table
-from .options import report_options
+from .options import calibration_option, report_options
 from .render import emit_report, to_json
 
 # column widths of the summary table (characters); long cells wrap
@@ -111,15 +111,16 @@ def report(result) -> str:
 @click.command("claims")
 @click.option("--json", "as_json", is_flag=True, help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
 @click.option("--quick", is_flag=True, help="Fewer cluster sizes, models and batches (a fast run).")
+@calibration_option
 @report_options
-def claims(as_json, quick, html, png):
+def claims(as_json, quick, calibration, html, png):
     """Test AWS's Trainium2 / Graviton4 announcement claims with flopcast's own models.
 
     One row per claim: the claim as announced, flopcast's estimate, the assumptions and sources behind it,
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True))
+    out = api.claims(quick=quick, progress=lambda msg: click.echo(msg, err=True), calibration=calibration)
     result = out.result
     click.echo(to_json(out.to_dict()) if as_json else report(result))
     from ..report import figures  # the figures load matplotlib only when a report is asked for

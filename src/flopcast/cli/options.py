@@ -25,7 +25,7 @@ def layout_options(f):
                                                    "mxfp4"]),
                      help="Compute data type (fp8, int8, nvfp4, mxfp4: GEMMs in that format, BF16 elsewhere; "
                           "cfp8 = Trainium's configurable FP8; int8 = AQT on TPUs)."),
-        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe"]), help="Pipeline schedule."),
+        click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe", "dualpipe", "1f1b-overlap"]), help="Pipeline schedule."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -48,3 +48,17 @@ def report_options(f):
     f = click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
                      help="Also write a self-contained HTML report with the figures to this file (needs matplotlib).")(f)
     return f
+
+
+def calibration_option(f):
+    """`--calibration FILE`: a file `flopcast calibrate --out` wrote, read instead of the shipped calibration."""
+    return click.option("--calibration", "calibration", type=click.Path(dir_okay=False), default=None,
+                        help="Calibration file to predict with (what `flopcast calibrate --out FILE` writes) "
+                             "instead of the one flopcast ships.")(f)
+
+
+def csv_option(f):
+    """`--csv FILE`: the command's table as CSV, its columns the JSON keys of each row ('/' joins nested keys)."""
+    return click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+                        help="Also write the table as CSV to this file; the columns are the JSON keys of each row "
+                             "(nested keys joined with '/').")(f)

@@ -7,8 +7,8 @@ import click
 from .. import api
 from ..progress import Progress
 from ..units import DAY
-from .options import layout_from, layout_options, report_options
-from .render import echo_json, emit_report
+from .options import calibration_option, csv_option, layout_from, layout_options, report_options
+from .render import echo_json, emit_report, write_csv
 
 
 def _reports():
@@ -37,17 +37,21 @@ def _na(value, reason, fmt):
 @click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @layout_options
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, as_json, seq_len, html, png,
-           **kw):
+def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, calibration, csv_path, as_json,
+           seq_len, html, png, **kw):
     """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
 
     Any layout option pins that field; the rest are searched.
     """
     with Progress("searching layouts", enabled=not as_json) as bar:
         out = api.search(model, hardware, chips, top=top, objective=objective, dtypes=dtypes, batch_range=batch_range,
-                         tokens=tokens, allow_idle=not no_idle, seq_len=seq_len, progress=bar, **layout_from(kw))
+                         tokens=tokens, allow_idle=not no_idle, seq_len=seq_len, calibration=calibration,
+                         progress=bar, **layout_from(kw))
+    write_csv(csv_path, out)
     m, system, rows, n_tokens = out.model, out.system, out.top, out.tokens
     emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
                                                                   f"{system.chip.id} chips ({system.id})"))
@@ -93,13 +97,16 @@ def _point_line(p) -> str:
 @click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
 @click.option("--pareto", is_flag=True, help="The frontier of cluster size, time to train and cost.")
 @layout_options
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def plan(model, hardware, tokens, deadline, budget, pareto, as_json, seq_len, html, png, **kw):
+def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_path, as_json, seq_len, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
     with Progress("planning", enabled=not as_json) as bar:
         res = api.plan(model, hardware, tokens=tokens, deadline=deadline, budget=budget, pareto=pareto,
-                       seq_len=seq_len, progress=bar, **layout_from(kw))
+                       seq_len=seq_len, calibration=calibration, progress=bar, **layout_from(kw))
+    write_csv(csv_path, res)
     m, system, n_tokens, out, what, wall = res.model, res.system, res.tokens, res.outcome, res.what, res.wall_s
     emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
     if as_json:
@@ -141,10 +148,12 @@ def plan(model, hardware, tokens, deadline, budget, pareto, as_json, seq_len, ht
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
 @click.option("--requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@calibration_option
+@csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_tokens, output_tokens, weights,
-            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, html, png, **kw):
+            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, calibration, csv_path, html, png, **kw):
     """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
@@ -154,7 +163,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_
         res = api.compare(model, hardware, chips, tokens=tokens, serve=serve, qps=qps, input_tokens=input_tokens,
                           output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
                           slo_ttft=slo_ttft, slo_tpot=slo_tpot, requests=requests, seed=seed, seq_len=seq_len,
-                          progress=bar, **layout_from(kw))
+                          calibration=calibration, progress=bar, **layout_from(kw))
+    write_csv(csv_path, res)
     if serve:
         emit_report(html, png, lambda: _reports().compare_serving_report(
             res.systems, f"flopcast compare --serve: {res.model.label} on {', '.join(res.systems)}"))

@@ -6,7 +6,7 @@ import click
 
 from .. import api
 from ..units import HOUR, fmt, fmt_duration
-from .options import layout_from, layout_options, report_options
+from .options import calibration_option, layout_from, layout_options, report_options
 from .render import echo_json, emit_report
 
 
@@ -34,16 +34,18 @@ def _reports():
 @click.option("--cv", type=float, default=None, help="Extra per-chip step-time coefficient of variation for stragglers, e.g. 0.02 (default 0: the "
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
+@calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_options
 def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps,
-                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, as_json,
-                html, png, seq_len, **kw):
+                checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, calibration,
+                as_json, html, png, seq_len, **kw):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
     out = api.reliability(model, hardware, chips, tokens=tokens, trials=trials, seed=seed, sweep_chips=sweep_chips,
                           seq_len=seq_len, mtbf_chip_hours=mtbf_chip_hours, checkpoint_write_gbps=checkpoint_write_gbps,
                           checkpoint_load_gbps=checkpoint_load_gbps, async_checkpoint=async_checkpoint,
-                          restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv, **layout_from(kw))
+                          restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv,
+                          calibration=calibration, **layout_from(kw))
     if sweep_chips:
         _sweep(out, as_json, html, png)
         return

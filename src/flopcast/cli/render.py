@@ -59,3 +59,13 @@ def emit_report(html, png, report) -> list:
         where = exc.filename or html or png
         raise FlopcastError(f"cannot write {where}: {exc.strerror or exc}") from None
     return written
+
+
+def write_csv(path, result) -> None:
+    """Write a result's table (report/tables.py, its rows()) when --csv names a file; say where on stderr."""
+    if not path:
+        return
+    from ..report import tables
+
+    n = tables.write_result(path, result)
+    click.echo(f"wrote {path} ({n} row{'' if n == 1 else 's'})", err=True)

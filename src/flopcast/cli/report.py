@@ -8,7 +8,7 @@ import click
 from .. import api
 from ..errors import FlopcastError
 from ..report.figures import DEFAULT_SERVE_CHIPS, DEFAULT_SERVE_MODEL, DEFAULT_SERVE_SYSTEM, build_report
-from .options import layout_from, layout_options, report_options
+from .options import calibration_option, layout_from, layout_options, report_options
 from .render import emit_report
 
 
@@ -29,9 +29,10 @@ from .render import emit_report
 @click.option("--sizes", help="Cluster sizes of the scaling, Pareto and goodput curves, chips, comma-separated "
               "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")
 @layout_options
+@calibration_option
 @report_options
-def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, html, png,
-           seq_len, **kw):
+def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, calibration,
+           html, png, seq_len, **kw):
     """Write flopcast's figures of one scenario: scaling, breakdowns, pipeline schedule, Pareto front,
     serving latency/throughput, roofline and goodput.
 
@@ -57,4 +58,5 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
             raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
     emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
                                                 serve_hardware=serve_hardware, serve_chips=serve_chips,
-                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw)))
+                                                requests=n_requests, scaling_chips=scaling, layout=layout_from(kw),
+                                                calibration=calibration))

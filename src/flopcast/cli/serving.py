@@ -9,7 +9,7 @@ import click
 
 from .. import api
 from ..units import GiB
-from .options import report_options
+from .options import calibration_option, report_options
 from .render import echo_json, emit_report
 
 
@@ -35,6 +35,7 @@ _common = [
     click.option("--threads", type=int, default=None, help="CPU threads; default: all cores in use."),
     click.option("--weights", default=None, help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
+    calibration_option,
 ]
 
 
@@ -51,10 +52,11 @@ def _apply(fn):
 @click.option("--output-tokens", type=int, default=128, show_default=True, help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, batch, input_tokens, output_tokens, as_json, html, png):
+def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, batch, input_tokens, output_tokens, as_json,
+          html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+                    batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -114,14 +116,14 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, qps, requests, duration, input_tokens,
+def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
           html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
-                    replicas=replicas, router=router, find_capacity=find_capacity)
+                    replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration)
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     b, interval = out.bounds, out.interval
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .. import api
+from .. import api, emit
 from ..progress import Progress
-from .options import layout_from, layout_options, report_options
+from .options import calibration_option, layout_from, layout_options, report_options
 from .render import echo_json, emit_report, to_json
 
 
@@ -27,9 +27,13 @@ def _figures():
               "Default on the built-in scenario: 20 per parameter.")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the layout search optimises when a layout field is left out.")
+@click.option("--emit", "framework", type=click.Choice(emit.frameworks()), default=None,
+              help="Print the arguments or YAML that start the chosen layout in this framework (Megatron-LM, "
+                   "Megatron-Bridge/NeMo, NxD Training, MaxText) instead of the report.")
+@calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def train(model, hardware, chips, tokens, objective, as_json, seq_len, html, png, **kw):
+def train(model, hardware, chips, tokens, objective, framework, calibration, as_json, seq_len, html, png, **kw):
     """Forecast one training configuration: step time, throughput, MFU, memory, time and cost to train.
 
     Layout fields left out are chosen by flopcast's search (the fastest layout that fits).
@@ -40,9 +44,12 @@ def train(model, hardware, chips, tokens, objective, as_json, seq_len, html, png
     n_tokens = tokens or ("chinchilla" if default_scenario else None)  # the built-in scenario trains 20 per parameter
     with Progress("searching layouts", enabled=not as_json) as bar:
         r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
-                      **layout_from(kw))
+                      calibration=calibration, **layout_from(kw))
+    launch = r.launch(framework) if framework else None
     if as_json:
-        echo_json(r.to_dict())
+        echo_json({**r.to_dict(), "launch": launch.to_dict()} if launch else r.to_dict())
+    elif launch:
+        click.echo(launch.render(), nl=False)
     else:
         from ..report.text import train_report
 

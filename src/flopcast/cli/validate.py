@@ -14,7 +14,8 @@ from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.text import table
 from ..validate import training as vt
-from .render import to_json
+from .options import calibration_option, csv_option
+from .render import to_json, write_csv
 
 LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
 SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
@@ -137,7 +138,9 @@ def training_report(rows, summary) -> str:
                f"bias (mean signed error) {fmtp(s['bias_pct'])}")
     out.append("five worst: " + ", ".join(f"run {w['run_id']} ({_clip(w['model'], 24)}, {w['hardware']}) "
                                           f"{w['error_pct']:+.0f}%" for w in s["worst"]))
-    for title, key in (("by source", "by_source"), ("by chip", "by_hardware")):
+    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("dense / MoE", "by_kind")):
+        if key not in s:
+            continue
         out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
     skipped = [r for r in rows if r.status == "skipped"]
     for r in skipped:
@@ -174,7 +177,9 @@ def interval_lines(info: dict) -> list[str]:
 @click.option("--write-intervals", type=click.Path(dir_okay=False),
               help="With --cross-validate: write the prediction intervals per kind of forecast fitted on these "
                    "residuals to this file (flopcast ships src/flopcast/catalog/data/uncertainty.yaml).")
-def validate(file, as_json, out, cross_validate, write_intervals):
+@calibration_option
+@csv_option
+def validate(file, as_json, out, cross_validate, write_intervals, calibration, csv_path):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
@@ -183,9 +188,11 @@ def validate(file, as_json, out, cross_validate, write_intervals):
         api.validation.schema(file)  # a file that is neither schema fails before --out is touched
         prepare_out(out, file)
     with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
-        res = api.validate(file, cross_validate=cross_validate, progress=bar, write_intervals=write_intervals)
+        res = api.validate(file, cross_validate=cross_validate, calibration=calibration, progress=bar,
+                           write_intervals=write_intervals)
     if write_intervals and res.summary.get("intervals"):
         click.echo(f"wrote {res.schema} intervals to {write_intervals}", err=True)
+    write_csv(csv_path, res)
     if out and res.schema == "serving":
         _write_csv(out, SERVING_OUT, _serving_out_rows(res.to_dict()["rows"]), "figure")
     elif out:
@@ -200,15 +207,19 @@ def validate(file, as_json, out, cross_validate, write_intervals):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--output", type=click.Path(dir_okay=False),
-              help="Where to write the parameters [default: the catalog data flopcast ships].")
+@click.option("--out", "--output", "output", type=click.Path(dir_okay=False),
+              help="Where to write the parameters [default: ./calibration.yaml, or ./inference_calibration.yaml for "
+                   "a serving CSV, in the working directory]. Predictions read it with --calibration; flopcast's "
+                   "shipped parameters change only when this names src/flopcast/catalog/data/calibration.yaml.")
 def calibrate(file, output):
     """Fit the efficiency parameters on the measured runs in FILE and write them with their provenance."""
     with Progress("fitting (2 rounds)", unit="rounds") as bar:
         res = api.calibrate(file, output=output, progress=bar)
     if res.schema == "serving":
         click.echo(to_json(res.info))
+        click.echo(f"wrote {res.target} (use it with --calibration {res.target})", err=True)
         return
     info = res.info
     click.echo(f"fitted {res.families} chip families and {res.global_parameters} global parameters on "
-               f"{info['n_rows']} runs; fit MAPE {info['fit_mape_pct']:.1f}%; wrote {res.target}")
+               f"{info['n_rows']} runs; fit MAPE {info['fit_mape_pct']:.1f}%; wrote {res.target} "
+               f"(use it with --calibration {res.target})")

@@ -121,3 +121,47 @@ def p2p_time(nbytes, stride, system: System, calibration):
         done |= inside
     last = system.tiers[-1]
     return np.where(done, out, nbytes / tier_bandwidth(last, calibration) + last.latency)
+
+
+def expected_distinct(candidates, picks):
+    """Expected number of distinct bins `picks` uniform draws land in among `candidates` bins:
+    D (1 - (1 - 1/D)^k) (the occupancy problem; Feller 1968, ch. II.11)."""
+    d = np.maximum(np.asarray(candidates, dtype=float), 1.0)
+    return d * (1.0 - (1.0 - 1.0 / d) ** picks)
+
+
+def dispatch_time(tokens, token_bytes, topk, n, stride, system: System, calibration, *, groups=0, topk_groups=0):
+    """Seconds for one MoE dispatch (or combine) all-to-all of `tokens` tokens, each to `topk` experts spread
+    evenly over n expert-parallel ranks `stride` apart.
+
+    Without a group limit every (token, expert) pair is one message (Megatron-Core's all-to-all dispatcher), the
+    plain all-to-all of `collective_time`. With group-limited routing (each token's experts in at most
+    `topk_groups` of `groups` contiguous expert groups, so on at most topk_groups x max(1, nodes / groups)
+    nodes: node-limited routing, DeepSeek-V3 sec. 2.1.2) the dispatch is hierarchical, as DeepSeek-V3 runs it (report sec. 3.2.2, DeepEP): a
+    token crosses the scale-out network once per distinct remote node, then NVLink forwards it to the ranks
+    of that node holding its experts; both legs run at once, so the time is the slower one. Distinct nodes
+    per token: the occupancy expectation of topk draws among min(nodes, limit) nodes, of which a share
+    (nodes - 1) / nodes is remote by symmetry. The innermost tier's domain is the node.
+    """
+    plain = collective_time(Collective.ALL_TO_ALL, tokens * topk * token_bytes, n, stride, system, calibration)
+    if not (groups and topk_groups) or len(system.tiers) < 2:
+        return plain
+    n = np.asarray(n, dtype=float)
+    members = _members(system, n, stride)
+    per_node = members[0]
+    nodes = np.maximum(n / per_node, 1.0)
+    limit = topk_groups * np.maximum(1.0, nodes / groups)
+    distinct = expected_distinct(np.minimum(nodes, limit), topk)
+    remote = distinct * (nodes - 1.0) / nodes
+    inner = system.tiers[0]
+    intra = tokens * topk * token_bytes * (per_node - 1.0) / np.maximum(per_node, 1.0)
+    t_intra = intra / (tier_bandwidth(inner, calibration) * _topology_factor(inner, per_node))
+    total, lat, prev = t_intra, np.where(per_node > 1, inner.latency * _latency_rounds(inner, per_node), 0.0), per_node
+    for tier, mem in zip(system.tiers[1:], members[1:]):
+        share = (mem - prev) / np.maximum(n - per_node, 1.0)  # remote nodes whose domain first differs here
+        bw = tier_bandwidth(tier, calibration) * _topology_factor(tier, mem)
+        total = np.maximum(total, tokens * remote * share * token_bytes / bw)
+        lat = np.where(mem > prev, lat + tier.latency * _latency_rounds(tier, mem / prev), lat)
+        prev = mem
+    hierarchical = np.where(n > 1, total + lat, 0.0)
+    return np.where(nodes > 1, hierarchical, plain)

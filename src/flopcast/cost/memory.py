@@ -28,6 +28,46 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
+def _kept_elems(m: Model, moe_layer: bool, recipe: bool):
+    """(replicated, sharded, replicated FP8-able, sharded FP8-able) elements per token one layer keeps.
+
+    Replicated across tp unless sequence parallel: the two norm inputs, the QKV (MLA: latent down-projection)
+    input and the MLP input (Korthikanti Table 2). Sharded: Q, K, V, the attention output and the MLP's
+    intermediates. MLA keeps its latents c_Q and c_KV with the RoPE key before and after their norms, and Q
+    (nope + rope), K (nope + rope), V and O per head (DeepSeek-AI 2024, arXiv:2405.04434 sec. 2.1.2).
+    recipe: DeepSeek-V3's selective recomputation (report sec. 3.2.3 and 3.3.3): the RMSNorms and MLA
+    up-projections are recomputed in backward (only the norms' inputs and the latents are kept, not Q, K, V),
+    and a SwiGLU expert keeps its two inputs (in FP8 under FP8 training) and recomputes its output.
+    The routed experts' terms carry the busiest rank's load factor."""
+    h = m.hidden
+    rep, rep_fp8 = 4.0 * h, (h if moe_layer else 2.0 * h)
+    attn = m.q_dim + 2 * m.kv_dim + m.attn_out_dim
+    if m.mla:
+        a = m.mla
+        latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+        k_dim = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
+        attn = m.q_dim + k_dim + m.heads * a.v_head_dim + m.attn_out_dim
+        rep, rep_fp8 = rep + 2.0 * latent, rep_fp8 + a.q_lora_rank + a.kv_lora_rank
+        if recipe:
+            rep, rep_fp8, attn = 2.0 * h + latent, 0.0, m.attn_out_dim
+    if not moe_layer:
+        return rep, attn + mlp_activation_elems(h, m.ffn_hidden, m.mlp), rep_fp8, m.attn_out_dim + m.ffn_hidden
+    e = m.moe
+    shared = e.shared_ffn or e.shared_experts * e.expert_ffn
+    if recipe and m.mlp == Mlp.SWIGLU:
+        routed, routed_fp8 = e.topk * e.load_factor * (h + 2.0 * e.expert_ffn), e.topk * e.load_factor * (h + 2.0 * e.expert_ffn)
+        return rep, attn + routed + 2.0 * shared, rep_fp8, m.attn_out_dim + routed_fp8 + 2.0 * shared
+    routed = e.topk * e.load_factor * (h + mlp_activation_elems(h, e.expert_ffn, m.mlp))
+    routed_fp8 = e.topk * e.load_factor * (h + e.expert_ffn)
+    shared_elems = mlp_activation_elems(h, shared, m.mlp) if shared else 0.0
+    return rep, attn + routed + shared_elems, rep_fp8, m.attn_out_dim + routed_fp8 + shared
+
+
+def deepseek_recipe(m: Model, recompute):
+    """Where selective recomputation follows DeepSeek-V3's recipe (MLA models), per layout."""
+    return (recompute == Recompute.SELECTIVE) & bool(m.mla)
+
+
 def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False,
                            quantized_bytes=1.0):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
@@ -40,39 +80,29 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     precision training / Performance considerations / Memory usage"): the QKV input, the dense MLP's
     input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
     router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
+    Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`).
     quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
-    # replicated across tp unless sequence parallel: two norm inputs, QKV input, MLP input, two dropout masks
-    replicated_bytes = ACT_BYTES * 4 * h + 2 * mask * h
-    if moe_layer:
-        e = m.moe
-        shared_ffn = e.shared_ffn or e.shared_experts * e.expert_ffn
-        mlp_elems = e.topk * (h + mlp_activation_elems(h, e.expert_ffn, m.mlp)) + (
-            mlp_activation_elems(h, shared_ffn, m.mlp) if shared_ffn else 0.0
-        )
-    else:
-        mlp_elems = mlp_activation_elems(h, m.ffn_hidden, m.mlp)
-    # sharded: Q, K, V, the attention output (projection input) and the MLP's intermediates
-    sharded_bytes = ACT_BYTES * (m.q_dim + 2 * m.kv_dim + m.attn_out_dim + mlp_elems)
-    # bytes saved by keeping the FP8 GEMMs' inputs at one byte instead of ACT_BYTES
-    if moe_layer:
-        fp8_replicated = h
-        fp8_sharded = m.attn_out_dim + e.topk * (h + e.expert_ffn) + shared_ffn
-    else:
-        fp8_replicated = 2 * h
-        fp8_sharded = m.attn_out_dim + m.ffn_hidden
-    if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
-        one_byte = np.where(fp8, ACT_BYTES - quantized_bytes, 0.0)
-        replicated_bytes = replicated_bytes - one_byte * fp8_replicated
-        sharded_bytes = sharded_bytes - one_byte * fp8_sharded
-    per_token = np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)
+
+    def per_token(recipe: bool):
+        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe)
+        replicated_bytes = ACT_BYTES * rep + 2 * mask * h
+        sharded_bytes = ACT_BYTES * shd
+        if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
+            one_byte = np.where(fp8, ACT_BYTES - quantized_bytes, 0.0)  # saved by keeping GEMM inputs quantized
+            replicated_bytes = replicated_bytes - one_byte * rep_fp8
+            sharded_bytes = sharded_bytes - one_byte * shd_fp8
+        return np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)
+    kept = per_token(False)
+    if m.mla and np.any(recompute == Recompute.SELECTIVE):
+        kept = np.where(deepseek_recipe(m, recompute), per_token(True), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
     keep_scores = np.where(recompute == Recompute.NONE, scores, 0.0)
     full = s * b * ACT_BYTES * h / np.where(sp, t, 1)
-    partial = s * b * (per_token + keep_scores + stats)
+    partial = s * b * (kept + keep_scores + stats)
     return np.where(recompute == Recompute.FULL, full, partial)
 
 
@@ -80,11 +110,18 @@ def inflight_factor(pp, vp, m, schedule):
     """Micro-batches' worth of one stage's activations the busiest (first) stage holds.
 
     1F1B: min(p, m) (Narayanan et al. 2021 sec. 2.2); interleaved: x (1 + (p-1)/(p v))
-    (Korthikanti et al. 2022 sec. 4.2.3); GPipe: all m.
+    (Korthikanti et al. 2022 sec. 4.2.3); GPipe: all m. DualPipe: p + 1 (DeepSeek-V3 report Table 2).
+    Combined 1F1B runs the next micro-batch's forward while this one's backward is under way: one more than
+    its 1F1B (or interleaved) count, bounded by m.
     """
     base = np.minimum(pp, m)
     inter = base * (1.0 + (pp - 1.0) / (pp * vp))
-    return np.where(schedule == Schedule.GPIPE, m, np.where(schedule == Schedule.INTERLEAVED, inter, base))
+    plain = np.where(schedule == Schedule.GPIPE, m, np.where(schedule == Schedule.INTERLEAVED, inter, base))
+    if not np.any(schedule >= Schedule.DUALPIPE):  # the search's hot path: no overlapping schedule
+        return plain
+    combined = np.minimum(np.where(vp > 1, inter, base) + 1.0, np.maximum(m, base))
+    return np.where(schedule == Schedule.DUALPIPE, np.minimum(pp + 1.0, m),
+                    np.where(schedule == Schedule.ONE_F_ONE_B_OVERLAP, combined, plain))
 
 
 def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_bytes=WEIGHT_BYTES):

@@ -55,8 +55,22 @@ def embedding_params(m: Model) -> float:
 
 
 def total_params(m: Model) -> float:
+    """The model's weights as published: the multi-token-prediction modules not counted (DeepSeek-V3
+    reports 671B without its 14B MTP module); `mtp_params` gives those."""
     moe = m.moe_layers * layer_params(m, True) if m.moe_layers else 0.0
     return m.dense_layers * layer_params(m, False) + moe + embedding_params(m)
+
+
+def mtp_layer_params(m: Model) -> float:
+    """One multi-token-prediction module without the embedding and output head it shares (DeepSeek-V3 sec. 2.2):
+    the 2h -> h projection M_k, two RMSNorms of its inputs (h each) and one transformer block, MoE where the
+    model's last layers are."""
+    return 2 * m.hidden * m.hidden + 2 * m.hidden + layer_params(m, m.moe_layers > 0)
+
+
+def mtp_params(m: Model) -> float:
+    """Weights the multi-token-prediction modules add in training (0 without them)."""
+    return m.mtp_layers * mtp_layer_params(m)
 
 
 def active_params(m: Model) -> float:
@@ -75,3 +89,15 @@ def matmul_params_per_token(m: Model) -> float:
     output (logit) layer counted as PaLM does (Chowdhery et al. 2022, App. B).
     """
     return active_params(m) - m.vocab * m.hidden * (0 if m.tied_embeddings else 1) - m.hidden * (4 * m.layers + 1)
+
+
+def mtp_matmul_params_per_token(m: Model) -> float:
+    """GEMM weights each trained token passes through in the multi-token-prediction modules: per module its
+    projection, its block's active weights and the shared output head (DeepSeek-V3 sec. 2.2)."""
+    if not m.mtp_layers:
+        return 0.0
+    block = layer_params(m, m.moe_layers > 0) - 4 * m.hidden
+    if m.moe_layers:
+        routed, _ = moe_params(m)
+        block -= routed * (1 - m.moe.topk / m.moe.experts)
+    return m.mtp_layers * (2 * m.hidden * m.hidden + block + m.vocab * m.hidden)

@@ -39,16 +39,18 @@ class Launch:
     no_equivalent: tuple[str, ...] = ()  # one line per field the framework cannot express, and what is emitted instead
     assumed: tuple[str, ...] = ()  # settings emitted that flopcast's model does not hold (stated, not hidden)
     source: str = ""  # the framework source the names were checked against
+    warnings: tuple[str, ...] = ()  # what the forecast says about running it (e.g. it does not fit in memory)
 
     def render(self) -> str:
         """The text with `#` comment lines (valid in a shell script and in YAML) saying what it starts and lacks."""
-        head = [f"# {self.title}", f"# names checked against {self.source}"]
+        head = [f"# {self.title}", f"# names checked against {self.source}"] + [f"# warning: {w}" for w in self.warnings]
         tail = [f"# assumed: {a}" for a in self.assumed] + [f"# no equivalent: {n}" for n in self.no_equivalent]
         return "\n".join(head + [self.text.rstrip()] + tail) + "\n"
 
     def to_dict(self) -> dict:
         return {"framework": self.framework, "title": self.title, "text": self.text,
-                "no_equivalent": list(self.no_equivalent), "assumed": list(self.assumed), "source": self.source}
+                "no_equivalent": list(self.no_equivalent), "assumed": list(self.assumed), "source": self.source,
+                "warnings": list(self.warnings)}
 
 
 def frameworks() -> tuple[str, ...]:

@@ -95,8 +95,9 @@ def _lm_precision(layout) -> list[str]:
 def _lm_sharding(layout) -> list[str]:
     if layout.sharding == Sharding.ZERO1:
         return ["--use-distributed-optimizer"]
-    if layout.sharding in FSDP_STRATEGY:
-        return ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {FSDP_STRATEGY[layout.sharding]}"]
+    if layout.sharding in FSDP_STRATEGY:  # Megatron FSDP asserts the fsdp_dtensor checkpoint format (arguments.py)
+        return ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {FSDP_STRATEGY[layout.sharding]}",
+                "--ckpt-format fsdp_dtensor"]
     return []
 
 

@@ -11,6 +11,7 @@ estimate depends on). Nothing is dropped silently.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FlopcastError
@@ -195,7 +196,11 @@ def _deepseek(f: _Fields):
     fields["head_dim"] = fields["mla"].v_head_dim
     fields["moe"] = Moe(experts=f.int("n_routed_experts"), topk=f.int("num_experts_per_tok"),
                         expert_ffn=f.int("moe_intermediate_size"), shared_experts=f.int("n_shared_experts", 0, minimum=0),
-                        dense_layers=f.int("first_k_dense_replace", 0, minimum=0), layer_freq=f.int("moe_layer_freq", 1))
+                        dense_layers=f.int("first_k_dense_replace", 0, minimum=0), layer_freq=f.int("moe_layer_freq", 1),
+                        groups=f.int("n_group", 0, minimum=0), topk_groups=f.int("topk_group", 0, minimum=0))
+    if fields["moe"].topk_groups > fields["moe"].groups:  # a config without n_group: no group limit
+        fields["moe"] = replace(fields["moe"], groups=0, topk_groups=0)
+    fields["mtp_layers"] = f.int("num_nextn_predict_layers", 0, minimum=0)
     notes["head_dim"] = "v_head_dim; the mla block governs attention"
     if not fields["mla"].q_lora_rank:
         notes["mla"] = "q_lora_rank null: queries are projected at full rank (no query compression)"
@@ -270,13 +275,11 @@ ARCHITECTURES = {  # class name in `architectures` -> model_type, for configs wi
 }
 # keys that change the architecture in a way flopcast does not represent, and what that means for the estimate
 NOT_MODELLED_WHY = {
-    "num_nextn_predict_layers": "multi-token-prediction modules are not counted",
     "attention_chunk_size": "chunked attention is modelled as full attention (attention cost overestimated)",
     "quantization_config": "the checkpoint's quantization is not read; choose the serving weights format",
     "attention_bias": "linear-layer biases are not counted",
     "vision_config": "the vision encoder is not modelled",
     "attn_logit_softcapping": "logit soft-capping costs only elementwise work",
-    "n_group": "group-limited routing is not modelled", "topk_group": "group-limited routing is not modelled",
 }
 
 

@@ -34,10 +34,34 @@ class Schedule(IntEnum):
     ONE_F_ONE_B = 0  # PipeDream-Flush (Narayanan et al. 2021)
     INTERLEAVED = 1  # virtual stages, bubble (p-1)/(v m)
     GPIPE = 2  # all forwards then all backwards; m micro-batches in flight
+    # DeepSeek-V3 report sec. 3.2.1: bidirectional pipeline, each rank holds stages i and p-1-i; a forward and a
+    # backward chunk of two micro-batches run together so one's all-to-all hides behind the other's compute
+    DUALPIPE = 3
+    # Megatron-Core "Combined 1F1B" (--overlap-moe-expert-parallel-comm, EP A2A overlap): 1F1B (with or without
+    # virtual stages) whose steady-state forward and backward of adjacent micro-batches are merged so the
+    # dispatch/combine all-to-all of one hides behind the other's compute
+    ONE_F_ONE_B_OVERLAP = 4
+
+
+OVERLAP_SCHEDULES = (Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP)
+
+
+def virtual_stages_allowed(schedule, vp, pp):
+    """Whether a schedule runs with vp virtual stages per rank (arrays): interleaved needs vp > 1 and pp > 1,
+    combined 1F1B takes any vp (vp > 1 with pp > 1), the others vp = 1."""
+    schedule, vp, pp = np.asarray(schedule), np.asarray(vp), np.asarray(pp)
+    return np.where(schedule == Schedule.INTERLEAVED, (vp > 1) & (pp > 1),
+                    np.where(schedule == Schedule.ONE_F_ONE_B_OVERLAP, (vp == 1) | (pp > 1), vp == 1))
+
+
+def virtual_stages(schedule, vp):
+    """The virtual stages a schedule actually runs: vp for interleaved and combined 1F1B, else 1."""
+    schedule = np.asarray(schedule)
+    return np.where((schedule == Schedule.INTERLEAVED) | (schedule == Schedule.ONE_F_ONE_B_OVERLAP), vp, 1.0)
 
 
 def _label(e: IntEnum) -> str:
-    return {"ONE_F_ONE_B": "1f1b"}.get(e.name, e.name.lower())
+    return {"ONE_F_ONE_B": "1f1b", "ONE_F_ONE_B_OVERLAP": "1f1b-overlap"}.get(e.name, e.name.lower())
 
 
 def parse_choice(cls, text: str, field_name: str):

@@ -249,12 +249,13 @@ class ServingPoint:
 def compare_serving(model: Model, systems: list[System], config, *, chips: int | None = None, tp: int | None = None,
                     weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
                     requests: int = 400, input_tokens="512", output_tokens="128", seed: int = 0,
-                    progress=None) -> dict:
+                    progress=None, inference_calibration: dict | None = None) -> dict:
     """Serve `model` on each system at the same SLOs: {system id: ServingPoint, or a string saying why not}.
 
     Without `qps`, each system runs at its capacity: the highest Poisson request rate at which 90% of
     requests meet both SLOs (goodput as in DistServe, Zhong et al. 2024); its cost per million output
-    tokens is the instance price over the output tokens it delivers at that rate."""
+    tokens is the instance price over the output tokens it delivers at that rate. inference_calibration:
+    engine family -> EngineEfficiency to serve with (None: the shipped calibration)."""
     from ..cost import inference as inf
 
     if weights is not None:
@@ -268,14 +269,14 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
         if progress is not None:
             progress.note(f"simulating {system.id}")
         out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
-                                    input_tokens, output_tokens, seed)
+                                    input_tokens, output_tokens, seed, inference_calibration)
         if progress is not None:
             progress.update(1)
     return out
 
 
 def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,
-               seed):
+               seed, inference_calibration=None):
     """One system's ServingPoint, or a string saying why it cannot serve at the SLOs."""
     import numpy as np
 
@@ -283,7 +284,8 @@ def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, request
     from ..simulate import serving as S
 
     try:
-        d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype)
+        d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                           inference_calibration=inference_calibration)
     except FlopcastError as exc:
         return str(exc)
     rng = np.random.default_rng(seed)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import catalog, limits
+from ..catalog import calibrations
 from ..cost import uncertainty
 from ..cost.efficiency import Calibration
 from ..cost.uncertainty import Interval
@@ -118,6 +119,18 @@ class TrainResult(Tabular):
         from ..cost.reliability import GoodputAssumptions, goodput_for
 
         return goodput_for(self, GoodputAssumptions())
+
+    def launch(self, framework: str):
+        """The arguments or YAML that start this layout in `framework` (flopcast.emit.TRAINING: megatron, nemo,
+        neuron, maxtext), as a flopcast.emit.Launch; `.render()` is the text with its caveats as comments."""
+        from .. import emit
+
+        out = emit.training(framework, self.model, self.system, self.layout, self.tokens)
+        if not self.fits:
+            out = replace(out, warnings=out.warnings + (
+                f"the forecast says this layout does not fit in memory ({self.memory_gib:.1f} GiB of "
+                f"{self.memory_capacity_bytes / GiB:.1f} GiB per chip)",))
+        return out
 
     def why_missing(self) -> dict:
         """For each figure that cannot be computed, why."""
@@ -284,8 +297,10 @@ def _check_pinned(m: Model, system: System, layout: dict):
                                 f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
     schedule = layout.get("schedule")
     if vp is not None and vp > 1:
-        if schedule is not None and _enum(Schedule, schedule, "schedule") != Schedule.INTERLEAVED:
-            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` (virtual stages exist only in it)")
+        if schedule is not None and _enum(Schedule, schedule, "schedule") not in (Schedule.INTERLEAVED,
+                                                                                   Schedule.ONE_F_ONE_B_OVERLAP):
+            raise FlopcastError(f"`vp={vp}` needs `schedule=interleaved` or `schedule=1f1b-overlap` (the schedules "
+                                "with virtual stages)")
         if pp == 1:
             raise FlopcastError(f"`vp={vp}` needs `pp` > 1 (virtual stages split pipeline stages)")
     dtype = layout.get("dtype")
@@ -338,18 +353,19 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
-          *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | None = None,
+          *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | str | None = None,
           objective: str = "throughput", progress=None, shared=None, **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
     sequence_parallel, dtype, schedule (enum members or their names).
     progress: a flopcast.progress.Progress that counts the searched candidates (optional).
+    calibration: None (the shipped calibration), a Calibration, or the path of a file `flopcast calibrate` wrote.
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
-    cal = calibration or catalog.calibration()
+    cal = calibrations.training(calibration)
     if chips is None:
         chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
     check_positive(chips=chips)

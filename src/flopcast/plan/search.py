@@ -15,7 +15,8 @@ import numpy as np
 
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software
+from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
+                              virtual_stages, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -145,7 +146,9 @@ def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _C
         sharding=space.sharding or tuple(Sharding),
         sequence_parallel=space.sequence_parallel or (1, 0),
         dtype=space.dtype or (Dtype.BF16,),
-        schedule=space.schedule or (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED),
+        # the all-to-all-overlapping schedules matter only where there is an expert-parallel all-to-all to hide
+        schedule=space.schedule or ((Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+                                    + ((Schedule.ONE_F_ONE_B_OVERLAP, Schedule.DUALPIPE) if model.moe else ())),
     )
 
 
@@ -217,10 +220,10 @@ def _dp_degrees(room: int, gb: int, mb: int, allow_idle: bool) -> list[int]:
 
 
 def _schedule_pairs(space: SearchSpace, ch: _Choices, n_base: int, tally: _Tally) -> list[tuple[int, int]]:
-    """(vp, schedule) pairs: vp > 1 only interleaved, interleaved only with vp > 1 (unless the space pins them);
-    the pairs left out are counted against the rule, for every base row and remaining choice."""
+    """(vp, schedule) pairs: vp > 1 only interleaved or combined 1F1B, interleaved only with vp > 1 (unless the
+    space pins them); the pairs left out are counted against the rule, for every base row and remaining choice."""
     pairs = [(v, int(sc)) for v in ch.vp for sc in ch.schedule
-             if (sc == Schedule.INTERLEAVED) == (v > 1) or space.vp or space.schedule]
+             if virtual_stages_allowed(sc, v, 2) or space.vp or space.schedule]
     dropped = (len(ch.vp) * len(ch.schedule) - len(pairs)) * n_base * ch.per_schedule_pair
     if dropped:
         tally.reject("vp > 1 only with the interleaved schedule, which needs pp > 1", dropped)
@@ -259,21 +262,49 @@ def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips:
     return out
 
 
-def _expanded_rules(model: Model, tp, pp, vp, schedule, sp) -> dict:
-    """The rules that involve the pipeline schedule and sequence parallelism."""
+def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, micro_batches=None, recompute=None) -> dict:
+    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches.
+
+    micro_batches: a function returning the micro-batches per step (computed only where DualPipe is asked for)."""
     interleaved = schedule == Schedule.INTERLEAVED
-    return {
-        "pp x vp does not exceed the layers": pp * np.where(interleaved, vp, 1) <= model.layers,
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": np.where(interleaved, (vp > 1) & (pp > 1), vp == 1),
+    overlap = schedule == Schedule.ONE_F_ONE_B_OVERLAP
+    dual = schedule == Schedule.DUALPIPE
+    any_overlap, any_dual = bool(overlap.any()), bool(dual.any())  # (the search's hot path has neither for dense)
+    if any_overlap:
+        staged, allowed = pp * virtual_stages(schedule, vp), virtual_stages_allowed(schedule, vp, pp)
+    else:
+        staged, allowed = pp * np.where(interleaved, vp, 1), np.where(interleaved, (vp > 1) & (pp > 1), vp == 1)
+    everywhere = np.ones(np.shape(schedule), dtype=bool)
+    dual_ok = everywhere
+    if any_dual:
+        m = micro_batches() if micro_batches is not None else None
+        dual_ok = ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp))))
+    out = {
+        "pp x vp does not exceed the layers": staged <= model.layers,
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": allowed,
         "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
+        # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number
+        # (deepseek-ai/DualPipe: num_chunks % 2 == 0 and num_chunks >= num_ranks * 2, num_ranks even)
+        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches": dual_ok,
     }
+    if recompute is not None:
+        # Megatron-Core's combined 1F1B does not run with full activation recomputation (its developer guide,
+        # "Combined 1F1B: Expert-Parallel All-to-All Overlap", compatibility)
+        out["1f1b-overlap does not run with full recomputation"] = (
+            ~overlap | (recompute != Recompute.FULL) if any_overlap else everywhere)
+    return out
+
+
+def _micro_batches(lb: LayoutBatch):
+    return lambda: lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
 
 
 def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
     """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
     out = _base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, chips,
                       exact_chips)
-    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel))
+    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
+                               lb.recompute))
     return out
 
 
@@ -337,7 +368,8 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel), ok, rejected)
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
+                                lb.recompute), ok, rejected)
     for d in np.unique(lb.dtype):
         why = training_dtype_problem(system.chip, Dtype(int(d)))
         if why:

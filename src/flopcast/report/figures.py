@@ -203,12 +203,16 @@ def _scaling_nodes(chips: int, system) -> list:
 
 def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM, chips=None, *, tokens=None,
                  serve_model=DEFAULT_SERVE_MODEL, serve_hardware=DEFAULT_SERVE_SYSTEM, serve_chips=DEFAULT_SERVE_CHIPS,
-                 requests: int = 300, scaling_chips=None, layout=None, progress=_progress) -> Report:
+                 requests: int = 300, scaling_chips=None, layout=None, progress=_progress,
+                 calibration=None) -> Report:
     """All of flopcast's figures for one training scenario and one serving deployment.
 
     scaling_chips: cluster sizes (chips, rounded up to whole nodes) of the scaling, Pareto and goodput
     curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as forecast.train takes them).
+    calibration: a file `flopcast calibrate` wrote, replacing the shipped calibration of its kind (training or
+    serving); None: the shipped ones.
     """
+    from ..catalog import calibrations
     from ..cost import inference as inf
     from ..plan import capacity
     from ..simulate import serving as S
@@ -222,7 +226,8 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
                  f"training {n_tokens:.3g} tokens; serving {serve_model} on {serve_hardware}")
     progress(1, total, "training configuration (layout search)")
     layout = dict(layout or {})
-    r = forecast.train(m, system, chips, tokens=n_tokens, **layout)
+    cal, engines = calibrations.pair(calibration)
+    r = forecast.train(m, system, chips, tokens=n_tokens, calibration=cal, **layout)
     header, rows = train_table(r)
     rep.add("Training configuration",
             f"The fastest layout that fits {m.label} on {r.chips:,} {system.chip.id} chips ({system.id}), "
@@ -236,7 +241,7 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
                        f"{', '.join(f'{n * system.chips_per_node:,}' for n in nodes)} chips)")
     try:
         space = forecast.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
-        out = capacity.pareto(m, system, n_tokens, catalog.calibration(), space, sizes=nodes)
+        out = capacity.pareto(m, system, n_tokens, cal, space, sizes=nodes)
     except FlopcastError as exc:
         rep.add("Scaling and cost", f"Not drawn: {exc}")
         out = None
@@ -252,7 +257,8 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
         progress(3, total, "goodput with failures (skipped: no cluster size fits)")
 
     progress(4, total, f"serving simulation ({serve_model} on {serve_hardware})")
-    d = inf.deployment(catalog.load_model(serve_model), catalog.system_for(serve_hardware), chips=serve_chips)
+    d = inf.deployment(catalog.load_model(serve_model), catalog.system_for(serve_hardware), chips=serve_chips,
+                       calibration=cal, inference_calibration=engines)
     cfg = S.ServingConfig()
     q_sat = saturation_qps(d)
     srep = serve_report(d, cfg, rates=[q_sat * f for f in (0.1, 0.25, 0.5, 0.7, 0.85, 1.0, 1.2)], requests=requests)

@@ -317,7 +317,8 @@ def cross_validate(path, progress=None, workers: int | None = None) -> dict:
                                          measured=c.measured))
                 continue
             rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why,
-                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured))
+                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured,
+                                     "moe" if c.model.moe else "dense"))
         if progress:
             progress(1)
     rows.extend(vt.skipped_rows(skipped))

@@ -94,11 +94,14 @@ def _system_for_row(row):
     hw = row["hardware"].strip()
     if inst:
         key = catalog.resolve_name("system", inst)
-        if key is None:
-            cands = [n for n in catalog.names("system") if n.startswith(inst + ".")]
-            key = cands[-1] if cands else None
-        if key is not None:
-            return catalog.load_system(key), None
+        if key is None:  # a family without its size ("hpc7g"): its largest catalogued size
+            cands = sorted((n for n in catalog.names("system") if n.startswith(inst + ".")),
+                           key=lambda n: catalog.load_system(n).vcpus)
+            if not cands:
+                raise FlopcastError(f"instance {inst!r} is not in the catalog; valid: a system name "
+                                    f"(`flopcast catalog` lists them) or a family such as hpc7g")
+            return catalog.load_system(cands[-1]), f"instance {inst}: size not given, {cands[-1]} assumed"
+        return catalog.load_system(key), None
     return catalog.system_for(hw), f"instance blank: the chip's default system {catalog.system_for(hw).id}"
 
 

@@ -194,6 +194,10 @@ def _safe_float(v) -> float | None:
 COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
                                 "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
 COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
+# optional architecture columns (validation/README.md): MoE placement, multi-token prediction, MLA's latent
+ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
+                "mla_kv_lora_rank": 1}
+COUNT_COLUMNS.update(ARCH_COLUMNS)
 TEXT_REQUIRED = ("model", "hardware", "dtype")
 
 
@@ -235,6 +239,9 @@ def _catalog_model(row: dict) -> Model | None:
     return None
 
 
+_MOE_ARCH = {"moe_shared_experts": "shared_experts", "moe_dense_layers": "dense_layers", "moe_layer_freq": "layer_freq"}
+
+
 def model_of(row: dict) -> Model:
     base = _catalog_model(row)
     d = {}
@@ -247,12 +254,27 @@ def model_of(row: dict) -> Model:
     e = _int(row.get("moe_experts"))
     if e:
         d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
+    arch = {k: _int(row.get(k)) for k in ARCH_COLUMNS if _int(row.get(k)) is not None}
     if base is not None:
         m = base
         upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
         if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
             upd.pop("ffn_hidden")
+        if "mtp_layers" in arch:
+            upd["mtp_layers"] = arch["mtp_layers"]
+        if base.moe and any(k.startswith("moe_") for k in arch):
+            upd["moe"] = replace(base.moe, **{f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
+        if "mla_kv_lora_rank" in arch:
+            if not base.mla:
+                raise FlopcastError(f"mla_kv_lora_rank is set but {base.label} has no multi-head latent attention")
+            upd["mla"] = replace(base.mla, kv_lora_rank=arch["mla_kv_lora_rank"])
         return replace(m, **upd)
+    if "mla_kv_lora_rank" in arch:
+        raise FlopcastError("mla_kv_lora_rank needs a catalog model with MLA (the other latent widths come from it)")
+    if "moe" in d:
+        d["moe"].update({f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
+    if "mtp_layers" in arch:
+        d["mtp_layers"] = arch["mtp_layers"]
     missing = [k for k in ("vocab",) if k not in d]
     if missing:
         raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(missing)}")
@@ -303,7 +325,9 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
         if "recompute" not in pinned:
             pinned["recompute"] = (Recompute.NONE, Recompute.FULL)
-    if "vp" in pinned:
+    if (row.get("schedule") or "").strip():
+        pinned["schedule"] = (parse_choice(Schedule, row["schedule"], "schedule"),)
+    elif "vp" in pinned:
         pinned["schedule"] = (Schedule.INTERLEAVED,) if pinned["vp"][0] > 1 else (Schedule.ONE_F_ONE_B,)
     # degrees: when three of tp, pp, dp, cp are stated the fourth follows from the chip count; when all
     # four are stated but multiply to a divisor of the chips, the missing factor r is data parallel when
@@ -390,6 +414,7 @@ class RowResult:
     chosen: tuple = ()
     predicted: float | None = None
     measured: float | None = None
+    kind: str = ""  # "dense" or "moe" (the simulated model's architecture); blank for skipped rows
 
     @property
     def error_pct(self) -> float | None:
@@ -403,6 +428,7 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
+            "kind": self.kind,
         }
 
 
@@ -416,7 +442,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured))
+                                 predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense"))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)
@@ -436,8 +462,8 @@ def summarize(rows: list[RowResult]) -> dict:
         return {"n": len(e), "mape_pct": float(np.mean(np.abs(e))) if e else None,
                 "bias_pct": float(np.mean(e)) if e else None}
 
-    by_source, by_hw = {}, {}
-    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw)):
+    by_source, by_hw, by_kind = {}, {}, {}
+    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw), (lambda r: r.kind, by_kind)):
         for k in sorted({key(r) for r in ok}):
             target[k] = stats([r for r in ok if key(r) == k])
     worst = sorted(ok, key=lambda r: -abs(r.error_pct))[:5]
@@ -450,4 +476,5 @@ def summarize(rows: list[RowResult]) -> dict:
         "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
         "by_source": by_source,
         "by_hardware": by_hw,
+        "by_kind": by_kind,  # dense and MoE models apart
     }

@@ -259,7 +259,7 @@ def from_cross_validation(file, rows, task: str, write_to=None) -> dict:
     return {"coverage": sec["coverage"], "kinds": sec["kinds"]}
 
 
-def shipped_coverage(file, rows, task: str, calibration_provenance: dict) -> dict:
+def shipped_coverage(file, rows, task: str, calibration_provenance: dict, calibration=None) -> dict:
     """How often the shipped intervals (uncertainty.yaml) covered the measurements of `rows` (plain `validate`).
 
     Only rows no shipped number was fitted on are scored: a row of the calibration's data file that the fit used,
@@ -279,7 +279,8 @@ def shipped_coverage(file, rows, task: str, calibration_provenance: dict) -> dic
         from .. import catalog
         from . import training as vt
 
-        residuals = training_residuals(rows, shipped_kinds(vt.load_cases(file)[0], catalog.calibration()))
+        cal = calibration or catalog.calibration()
+        residuals = training_residuals(rows, shipped_kinds(vt.load_cases(file)[0], cal))
     else:
         residuals = serving_residuals(rows)
     hits, excluded = [], 0

@@ -1,0 +1,220 @@
+"""One transformer layer's times on one chip, per micro-batch: its GEMMs, attention, elementwise kernels and
+the tensor-, context- and expert-parallel communication it waits for. Numpy arrays in, arrays out: the
+training step (`flopcast.simulate.training`) composes these into a pipeline stage. Every formula it uses lives
+in flopcast.cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import comm, compute, memory
+from ..cost.comm import Collective
+from ..cost.efficiency import Calibration
+from ..model.strategy import Software
+from ..model.system import System
+from ..model.workload import Mlp, Model
+
+# Kernels one fused Megatron-style layer launches per micro-batch: ~12 forward, ~24 backward.
+# An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
+# each costs calibration.op_overhead_s.
+KERNELS_PER_LAYER = 36
+# Host-side operator calls of one MoE layer's forward in Megatron-Core 0.14/0.15 (the versions Megatron-Bridge
+# 25.11 requires), alltoall token dispatcher and TEGroupedMLP, counted in megatron/core/transformer/moe
+# (moe_layer.py, router.py, token_dispatcher.py, moe_utils.py, experts.py) and Transformer Engine 2.8's
+# grouped_linear.py, the helper functions confirmed by running them under a PyTorch dispatch counter:
+# router GEMM and score function with top-k ~14, dispatch preprocessing with its all-gather 18, the
+# device-to-host copy of the token counts ~14, permute ~10, the two all-to-alls 13, chunk sorts ~15,
+# experts' fixed calls ~21, unpermute ~5 (~110 with or without the permute fusion), plus ~18 for the
+# load-balancing auxiliary loss that the catalog's MoE models train with; and per local expert, each of the
+# two grouped linears launches one GEMM and makes one split view (4). Counts by hand, +-10%.
+# Each call costs calibration.moe_host_op_s.
+MOE_HOST_OPS = 128
+MOE_HOST_OPS_PER_EXPERT = 4
+# FP8 training with a hierarchical (DeepEP-style) dispatcher sends the dispatch-direction all-to-alls in FP8
+# (the activation before the experts' up-projection forward, the activation gradient before their
+# down-projection backward) and both combines in BF16: DeepSeek-V3 report sec. 3.3.3, "Low-Precision
+# Communication"; the scales add 4 bytes per 128 values (1x128 tile scaling, sec. 3.3.2).
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Per micro-batch times (s) and FLOPs of one layer on one chip."""
+
+    fwd: np.ndarray
+    bwd: np.ndarray
+    wgrad: np.ndarray  # the weight-gradient GEMMs inside bwd (DualPipe's W)
+    attn_fwd: np.ndarray
+    selective_fwd: np.ndarray  # what selective recomputation repeats: core attention (MLA: + up-projections, norms)
+    flops_fwd: np.ndarray
+    attn_flops_fwd: np.ndarray
+    tp_comm: np.ndarray
+    cp_comm: np.ndarray
+    ep_comm: np.ndarray
+
+
+class _Gemms:
+    """Sums the forward, backward and weight-gradient times and forward FLOPs of a layer's GEMMs."""
+
+    def __init__(self, kw: dict, zeros):
+        self.kw, self.fwd, self.bwd, self.wgrad, self.flops = kw, zeros, zeros, zeros, zeros
+
+    def add(self, m, n, k, count=1.0, efficiency_scale=1.0):
+        kw = dict(self.kw, efficiency=self.kw["efficiency"] * efficiency_scale)
+        f, bk, fl = compute.gemm_fwd_bwd_time(m, n, k, **kw)
+        w, _ = compute.gemm_time(k, n, m, **kw)
+        self.fwd = self.fwd + count * f
+        self.bwd = self.bwd + count * bk
+        self.wgrad = self.wgrad + count * w
+        self.flops = self.flops + count * fl
+
+
+def gemm_kwargs(chip, fam, x: dict) -> dict:
+    return dict(peak=x["peak_gemm"], efficiency=x["gemm_eff"], tile=chip.tile, cores=chip.cores,
+                bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory, operand_bytes=x["operand_bytes"])
+
+
+def _attention_projections(g: _Gemms, model: Model, x: dict):
+    """QKV (or MLA's low-rank down- and up-projections) and the output projection; returns the q/k and v
+    head widths the attention core uses and the forward time of MLA's up-projections (0 without MLA)."""
+    tp, T, h = x["tp"], x["T"], model.hidden
+    up = 0.0
+    if model.mla:
+        a = model.mla
+        if a.q_lora_rank:
+            g.add(T, a.q_lora_rank, h)
+        else:  # 0: queries projected at full rank (DeepSeek-V2-Lite)
+            g.add(T, model.q_dim / tp, h)
+        g.add(T, a.kv_lora_rank + a.qk_rope_head_dim, h)
+        before = g.fwd
+        if a.q_lora_rank:
+            g.add(T, model.q_dim / tp, a.q_lora_rank)
+        g.add(T, model.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank)
+        up = g.fwd - before
+        d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+    else:
+        g.add(T, (model.q_dim + 2 * model.kv_dim) / tp, h)
+        d_qk = d_v = model.d_head
+    g.add(T, h, model.attn_out_dim / tp)
+    return d_qk, d_v, up
+
+
+def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, software: Software):
+    """(forward time, forward FLOPs, backward/forward time ratio) of softmax(QK^T)V: each chip's s/cp queries
+    against the keys before them."""
+    tp, cp, b, s = x["tp"], x["cp"], x["b"], model.seq_len
+    s_kv, causal = (min(model.sliding_window, s), 1.0) if sliding else (s, 0.5)
+    flops = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, causal)
+    if software.flash_attention:
+        return flops / (x["peak_attn"] * fam.attention), flops, compute.FLASH_BACKWARD_FACTOR
+    # unfused attention (Megatron-LM before FlashAttention): QK^T over the whole s x s matrix (the causal
+    # mask is applied afterwards), and the scores stream through HBM (Dao et al. 2022, sec. 2.2, Algorithm 0)
+    issued = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, 1.0)
+    scores = b * (s / cp) * s_kv * model.heads / tp
+    t = (issued / (x["peak_attn"] * fam.attention)
+         + compute.memory_time(scores * compute.unfused_score_bytes(model.dropout),
+                               bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory))
+    return t, flops, compute.UNFUSED_BACKWARD_FACTOR
+
+
+def _mlp(g: _Gemms, model: Model, cal: Calibration, x: dict, moe_layer: bool):
+    """The dense MLP, or the router, routed and shared experts; returns the elements per token the
+    elementwise kernels touch (activations and permutes). The busiest expert-parallel rank computes
+    moe.load_factor times the balanced mean of routed tokens."""
+    tp, ep, T, h = x["tp"], x["ep"], x["T"], model.hidden
+    gated = 2 if model.mlp == Mlp.SWIGLU else 1
+    if not moe_layer:
+        g.add(T, model.ffn_hidden * gated / tp, h)
+        g.add(T, h, model.ffn_hidden / tp)
+        return memory.mlp_activation_elems(h, model.ffn_hidden, model.mlp)
+    e = model.moe
+    g.add(T, e.experts, h)  # router
+    tokens_per_expert = T * e.topk * ep / e.experts * e.load_factor
+    g.add(tokens_per_expert, e.expert_ffn * gated / tp, h, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
+    g.add(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
+    shared = e.shared_ffn or e.shared_experts * e.expert_ffn
+    elems = e.topk * (memory.mlp_activation_elems(h, e.expert_ffn, model.mlp) + 4 * h)  # + permutes
+    if shared:
+        g.add(T, shared * gated / tp, h)
+        g.add(T, h, shared / tp)
+        elems = elems + memory.mlp_activation_elems(h, shared, model.mlp)
+    return elems
+
+
+def _elementwise_time(model: Model, chip, fam, cal: Calibration, x: dict, act_elems):
+    """Forward time of the norms, residual adds, activation and rotary kernels: two norms (read+write h), two
+    residual adds (read 2h, write h) replicated unless sequence parallel; the rest split by tp."""
+    h, tp = model.hidden, x["tp"]
+    replicated = 10.0 * h / np.where(x["sp"], tp, 1.0)
+    sharded = (act_elems + 2.0 * (model.q_dim + model.kv_dim)) / tp
+    return compute.memory_time(x["T"] * (replicated + sharded) * memory.ACT_BYTES * cal.elementwise_traffic,
+                               bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
+
+
+def _tp_comm(model: Model, system: System, cal: Calibration, x: dict):
+    """Tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
+    (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2)."""
+    tp, act_bytes = x["tp"], x["T"] * model.hidden * memory.ACT_BYTES
+    ar = comm.collective_time(Collective.ALL_REDUCE, act_bytes, tp, 1, system, cal)
+    agrs = (comm.collective_time(Collective.ALL_GATHER, act_bytes, tp, 1, system, cal)
+            + comm.collective_time(Collective.REDUCE_SCATTER, act_bytes, tp, 1, system, cal))
+    return 4.0 * np.where(x["sp"], agrs, ar)
+
+
+def _cp_comm(model: Model, system: System, cal: Calibration, x: dict, attn_fwd, attn_bwd_factor):
+    """Context parallel (ring attention, Liu et al. 2023): K and V chunks go round the ring forward, K, V and
+    their gradients backward; hidden behind the attention compute where it is longer."""
+    tp, cp = x["tp"], x["cp"]
+    kv_bytes = x["b"] * model.seq_len * 2 * model.kv_dim * memory.ACT_BYTES / tp  # all chunks of K and V
+    ring = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
+    return np.maximum(ring - attn_fwd, 0.0) + np.maximum(2.0 * ring - attn_bwd_factor * attn_fwd, 0.0)
+
+
+def _ep_comm(model: Model, system: System, cal: Calibration, x: dict):
+    """Expert parallel: dispatch and combine all-to-all forward, their gradients backward (Lepikhin et al.
+    2020), each for the busiest rank's load_factor x the mean tokens. Group-limited models are dispatched
+    hierarchically (comm.dispatch_time), FP8 payload in the dispatch direction when training in FP8."""
+    e = model.moe
+    tokens = x["T"] / np.where(x["sp"], x["tp"], 1.0) * e.load_factor
+    stride = x["tp"] * x["cp"]
+    limited = dict(groups=e.groups, topk_groups=e.topk_groups)
+    combine = comm.dispatch_time(tokens, model.hidden * memory.ACT_BYTES, e.topk, x["ep"], stride, system, cal,
+                                 **limited)
+    if not (e.groups and e.topk_groups) or not np.any(x["fp8"]):
+        return 4.0 * combine
+    dispatch_bytes = np.where(x["fp8"], FP8_DISPATCH_BYTES, memory.ACT_BYTES) * model.hidden
+    dispatch = comm.dispatch_time(tokens, dispatch_bytes, e.topk, x["ep"], stride, system, cal, **limited)
+    return 2.0 * (combine + dispatch)
+
+
+def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool,
+                software: Software) -> Layer:
+    """One layer of the given kind (dense or MoE MLP; full or sliding-window attention) for the layouts in x."""
+    chip = system.chip
+    fam = cal.for_chip(chip)
+    T = x["T"]
+    g = _Gemms(gemm_kwargs(chip, fam, x), np.zeros_like(T))
+    d_qk, d_v, up_fwd = _attention_projections(g, model, x)
+    attn_fwd, attn_flops, attn_bwd_factor = _attention_core(model, chip, fam, x, d_qk, d_v, sliding, software)
+    act_elems = _mlp(g, model, cal, x, moe_layer)
+    elem_fwd = _elementwise_time(model, chip, fam, cal, x, act_elems)
+    overhead = KERNELS_PER_LAYER * cal.op_overhead_s
+    fwd = g.fwd + attn_fwd + elem_fwd + overhead / 3.0
+    if moe_layer:
+        # the token dispatcher copies the per-expert token counts to the host once per MoE layer (all-to-all
+        # split sizes; Megatron-Core MoEAlltoAllTokenDispatcher), so the host cannot run ahead of the device:
+        # the layer's forward takes at least the host time to issue its operators
+        host_ops = MOE_HOST_OPS + MOE_HOST_OPS_PER_EXPERT * model.moe.experts / x["ep"]
+        fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
+    bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
+    ep_comm = _ep_comm(model, system, cal, x) if moe_layer else np.zeros_like(T)
+    # selective recomputation repeats the core attention (Korthikanti et al. 2022 sec. 4.2); for an MLA model
+    # DeepSeek-V3's recipe instead (sec. 3.2.3, 3.3.3): the up-projections, the norms and the SwiGLU outputs
+    # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise
+    # forward
+    selective = up_fwd + elem_fwd if model.mla else attn_fwd
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, g.flops + attn_flops, attn_flops, _tp_comm(model, system, cal, x),
+                 _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor), ep_comm)

@@ -1,0 +1,180 @@
+"""Mixture-of-experts training as frontier runs do it: DualPipe and combined 1F1B, group-limited dispatch, load
+imbalance, shared experts, interleaved dense/MoE layers, multi-token prediction; checked against DeepSeek-V3."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import flopcast
+from flopcast import catalog
+from flopcast.cli import main
+from flopcast.cost import comm, params, pipeline
+from flopcast.model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding
+from flopcast.model.system import Dtype
+from flopcast.plan import search
+from flopcast.simulate import training
+
+# DeepSeek-V3 technical report (arXiv:2412.19437) Table 1: 2.664M H800 GPU-hours of pre-training for 14.8T tokens
+DEEPSEEK_GPU_HOURS_PER_T = 2.664e6 / 14.8
+DEEPSEEK_LAYOUT = dict(tp=1, pp=16, dp=128, ep=64, dtype="fp8", global_batch=15360)  # sec. 3.2, 4.2
+
+
+@pytest.mark.parametrize("name, total, active", [
+    ("deepseek-v3", 671e9, 37e9),  # report: 671B total, 37B activated (our active count adds the input embedding)
+    ("qwen3-235b-a22b", 235e9, 22e9),  # Qwen3 technical report Table 2
+    ("llama4-maverick", 400e9, 17e9),  # Meta, "The Llama 4 herd": 400B total, 17B active
+])
+def test_moe_params_match_published_totals(name, total, active):
+    m = catalog.load_model(name)
+    assert params.total_params(m) == pytest.approx(total, rel=0.01)
+    assert params.active_params(m) == pytest.approx(active, rel=0.03)
+
+
+def test_interleaved_and_mtp_layers_are_counted():
+    maverick = catalog.load_model("llama4-maverick")
+    assert (maverick.moe_layers, maverick.dense_layers) == (24, 24)  # interleave_moe_layer_step 2
+    ds = catalog.load_model("deepseek-v3")
+    # the 14B MTP module of the report holds its own copy of the embedding and head in the checkpoint
+    assert params.mtp_params(ds) + 2 * ds.vocab * ds.hidden == pytest.approx(14e9, rel=0.05)
+    no_mtp = dataclasses.replace(ds, mtp_layers=0)
+    assert training.model_flops_per_token(ds) > training.model_flops_per_token(no_mtp)
+
+
+def test_pipeline_formulas_by_hand():
+    # DualPipe (DeepSeek-V3 Table 2): (PP/2 - 1)(F&B + B - 3W) = 3 x (3 + 2 - 3) with pp 8
+    assert pipeline.bubble_time(Schedule.DUALPIPE, 8.0, 1.0, 9.0, 3.0, 2.0, 1.0) == pytest.approx(6.0)
+    assert pipeline.bubble_time(Schedule.ONE_F_ONE_B, 8.0, 1.0, 2.0, 3.0, 2.0, 1.0) == pytest.approx(14.0)
+    # 5 s of all-to-all on 1/1.2 of the SMs, then the rest of 10 s of compute at full speed
+    assert pipeline.overlapped_stage_time(10.0, 5.0, 1.2) == pytest.approx(5.0 + 10.0 - 5.0 / 1.2)
+    assert pipeline.overlapped_stage_time(10.0, 20.0, 1.2) == pytest.approx(20.0)
+    assert pipeline.overlapped_stage_time(10.0, 0.0, 1.2) == pytest.approx(10.0)
+    assert comm.expected_distinct(4, 8) == pytest.approx(4 * (1 - 0.75**8))
+
+
+def test_group_limited_dispatch_crosses_fewer_nodes():
+    system, cal = catalog.load_system("hgx-h800"), catalog.calibration()
+    plain = comm.dispatch_time(4096.0, 7168 * 2, 8, 64.0, 1.0, system, cal)
+    limited = comm.dispatch_time(4096.0, 7168 * 2, 8, 64.0, 1.0, system, cal, groups=8, topk_groups=4)
+    assert limited < 0.6 * plain  # ~3.2 remote nodes per token instead of 7 remote copies
+    inside = dict(groups=8, topk_groups=4)
+    assert comm.dispatch_time(4096.0, 7168 * 2, 8, 8.0, 1.0, system, cal, **inside) == pytest.approx(
+        comm.dispatch_time(4096.0, 7168 * 2, 8, 8.0, 1.0, system, cal))  # one node: nothing to deduplicate
+
+
+def _deepseek(schedule, **kw):
+    return flopcast.train("deepseek-v3", hardware="hgx-h800", chips=2048, schedule=schedule, **{**DEEPSEEK_LAYOUT, **kw})
+
+
+def test_deepseek_v3_dualpipe_within_15pct_of_reported_gpu_hours():
+    r = _deepseek("dualpipe")
+    gpu_hours_per_t = 1e12 / r.tokens_per_s_per_chip / 3600
+    assert gpu_hours_per_t == pytest.approx(DEEPSEEK_GPU_HOURS_PER_T, rel=0.15)
+    parts = r.time_breakdown_s
+    assert parts["comm/ep"] > 0 and parts["bubble"] > 0
+    assert sum(parts.values()) == pytest.approx(r.step_time_s)
+    # the same layout without overlap: the all-to-all is exposed and the bubble is 1F1B's
+    plain = _deepseek("1f1b")
+    assert plain.step_time_s > 1.1 * r.step_time_s
+    assert plain.time_breakdown_s["comm/ep"] > 2 * parts["comm/ep"]
+    assert plain.time_breakdown_s["bubble"] > parts["bubble"]
+
+
+def _layout(**kw):
+    base = dict(tp=1, pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, recompute=Recompute.SELECTIVE,
+                sharding=Sharding.ZERO2, sequence_parallel=False, dtype=Dtype.FP8, schedule=Schedule.DUALPIPE)
+    return Layout(**{**base, **kw})
+
+
+def test_overlap_schedules_memory_and_scalar_vector_agreement():
+    m, s, cal = catalog.load_model("deepseek-v3"), catalog.load_system("hgx-h800"), catalog.calibration()
+    layouts = [_layout(), _layout(schedule=Schedule.ONE_F_ONE_B), _layout(schedule=Schedule.ONE_F_ONE_B_OVERLAP, vp=2),
+               _layout(schedule=Schedule.INTERLEAVED, vp=2), _layout(schedule=Schedule.ONE_F_ONE_B_OVERLAP)]
+    batch = training.evaluate(m, s, LayoutBatch.of(layouts), cal)
+    for i, lay in enumerate(layouts):
+        one = training.evaluate(m, s, LayoutBatch.of([lay]), cal)
+        assert one["step_time_s"][0] == pytest.approx(batch["step_time_s"][i], rel=1e-12)
+        assert one["memory_bytes"][0] == pytest.approx(batch["memory_bytes"][i], rel=1e-12)
+    w = batch["memory_parts"]["weights"]
+    assert w[0] == pytest.approx(2 * w[1])  # DualPipe keeps two copies of its stages' parameters
+    act = batch["memory_parts"]["activations"]
+    assert act[4] > act[1]  # combined 1F1B holds one more micro-batch in flight
+    step = batch["step_time_s"]
+    assert step[2] < step[3] and step[4] < step[1]  # hiding the all-to-all pays
+
+
+def test_overlap_costs_nothing_without_an_all_to_all():
+    m, s, cal = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge"), catalog.calibration()
+    lay = Layout(tp=1, pp=4, dp=2, micro_batch=1, global_batch=64, dtype=Dtype.BF16)
+    r = training.evaluate(m, s, LayoutBatch.of([lay, dataclasses.replace(lay, schedule=Schedule.ONE_F_ONE_B_OVERLAP)]), cal)
+    assert r["step_time_s"][1] == pytest.approx(r["step_time_s"][0])
+
+
+def test_load_imbalance_and_capacity_slow_the_busiest_rank():
+    m, s, cal = catalog.load_model("qwen3-30b-a3b"), catalog.load_system("p5.48xlarge"), catalog.calibration()
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=16, ep=16, micro_batch=1, global_batch=64, dtype=Dtype.BF16)])
+    base = training.evaluate(m, s, lay, cal)
+    for moe in (dataclasses.replace(m.moe, imbalance=1.3), dataclasses.replace(m.moe, capacity_factor=1.25)):
+        r = training.evaluate(dataclasses.replace(m, moe=moe), s, lay, cal)
+        assert r["step_time_s"][0] > base["step_time_s"][0]
+        assert r["time_parts"]["comm/ep"][0] > base["time_parts"]["comm/ep"][0]
+        assert r["memory_parts"]["activations"][0] > base["memory_parts"]["activations"][0]
+
+
+def test_search_chooses_among_the_overlapping_schedules_for_moe_only():
+    m, s, cal = catalog.load_model("deepseek-v3"), catalog.load_system("hgx-h800"), catalog.calibration()
+    space = search.SearchSpace(tp=(1,), pp=(16,), ep=(64,), micro_batch=(1,), global_batch=(15360,),
+                               dtype=(Dtype.FP8,), sharding=(Sharding.ZERO2,), sequence_parallel=(0,))
+    out = search.search(m, s, 2048, cal, space)
+    assert {Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP} <= set(out.batch.schedule.tolist())
+    dense, _, _ = search.candidates(catalog.load_model("llama3-8b"), s, 16, search.SearchSpace(pp=(2,)))
+    assert Schedule.DUALPIPE not in set(dense.schedule.tolist())
+
+
+def _cli(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
+
+
+LLAMA4_STYLE = """name: tiny interleaved MoE
+layers: 8
+hidden: 1024
+heads: 8
+kv_heads: 2
+ffn_hidden: 4096
+vocab: 32000
+seq_len: 2048
+mlp: swiglu
+moe: {experts: 16, topk: 1, expert_ffn: 1024, shared_experts: 1, layer_freq: 2}
+"""
+SHARED_MTP = """name: tiny DeepSeek-style MoE
+layers: 6
+hidden: 1024
+heads: 8
+ffn_hidden: 4096
+vocab: 32000
+seq_len: 2048
+mlp: swiglu
+mtp_layers: 1
+moe: {experts: 32, topk: 4, expert_ffn: 512, shared_experts: 2, dense_layers: 1, groups: 4, topk_groups: 2,
+      capacity_factor: 1.25}
+mla: {q_lora_rank: 256, kv_lora_rank: 128, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64}
+"""
+
+
+@pytest.mark.parametrize("text, moe_layers", [(LLAMA4_STYLE, 4), (SHARED_MTP, 5)])
+def test_moe_user_files_train_infer_and_serve(tmp_path, capsys, text, moe_layers):
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    m = catalog.load_model(str(path))
+    assert m.moe_layers == moe_layers
+    t = _cli(["train", str(path), "--hardware", "p5.48xlarge", "--chips", "16", "--ep", "8", "--global-batch", "64",
+              "--json"], capsys)
+    assert t["fits"] and t["step_time_s"] > 0
+    i = _cli(["infer", str(path), "--hardware", "p5.48xlarge", "--json"], capsys)
+    assert i
+    s = _cli(["serve", str(path), "--hardware", "p5.48xlarge", "--qps", "2", "--requests", "20", "--json"], capsys)
+    assert s
