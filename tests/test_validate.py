@@ -60,3 +60,10 @@ def test_a_stated_node_network_replaces_the_instance_network():
     assert vt.stated_network({"source_locator": "commit 061f2c7c (2024-01)", "notes": ""}, p4de) == p4de
     one_node = catalog.load_system("inf2.48xlarge")
     assert vt.stated_network(row, one_node) == one_node  # no scale-out tier to replace
+
+
+def test_a_stated_network_is_read_in_gigabits_only():
+    from flopcast.validate.training import _NETWORK
+
+    assert _NETWORK.search("A100 80GB (1600 Gbps RoCE) section").group(1) == "1600"
+    assert _NETWORK.search("the same 50 GB/s per GPU") is None  # gigabytes, not a node's network rate

@@ -378,7 +378,7 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     flops_per_token = model_flops_per_token(model)
     model_flops_rate = tokens * flops_per_token / step / chips
     rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
-                               np.where(c.lb.recompute == Recompute.SELECTIVE, _attention_flops_per_token(model) / 3.0, 0.0))
+                               np.where(c.lb.recompute == Recompute.SELECTIVE, _selective_flops_per_token(model), 0.0))
     return dict(
         step_time_s=step,
         time_parts=parts,
@@ -407,6 +407,16 @@ def _attention_flops_per_token(model: Model) -> float:
         share = model.sliding_share
         s_eff = (1 - share) * model.seq_len + share * min(model.sliding_window, model.seq_len)
     return 6.0 * (model.layers + model.mtp_layers) * s_eff * (model.q_dim + model.attn_out_dim)
+
+
+def _selective_flops_per_token(model: Model) -> float:
+    """FLOPs per token selective recomputation repeats: the attention scores' forward (Korthikanti et al. 2022);
+    for an MLA model DeepSeek-V3's recipe, the forward of the up-projections (2 FLOPs per weight, every layer)."""
+    if not model.mla:
+        return _attention_flops_per_token(model) / 3.0
+    a = model.mla
+    up = a.q_lora_rank * model.q_dim + a.kv_lora_rank * model.heads * (a.qk_nope_head_dim + a.v_head_dim)
+    return 2.0 * up * (model.layers + model.mtp_layers)
 
 
 def model_flops_per_token(model: Model) -> float:

@@ -284,7 +284,8 @@ def model_of(row: dict) -> Model:
 
 # A node's scale-out network as a source states it, e.g. "A100 80GB (1600 Gbps RoCE) section": the
 # bandwidth of the whole node, in the source locator or the notes.
-_NETWORK = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:Gbps|Gbit/s|Gb/s)\b", re.IGNORECASE)
+# Gigabits only: "GB/s" (gigabytes) is not a network rate written this way, and must not read as Gb/s.
+_NETWORK = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:[Gg]bps|[Gg]bit/s|[Gg]b/s)\b")
 
 
 def stated_network(row: dict, system: System) -> System:
