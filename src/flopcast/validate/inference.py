@@ -230,12 +230,15 @@ def validate_inference(path, calibration=None) -> dict:
 
     calibration: None (the shipped inference_calibration.yaml), a path to one, or a
     dict family -> EngineEfficiency."""
-    rows = _compare(_read(path), _table(calibration))
-    if calibration is None:  # the shipped calibration: each figure's kind of forecast, for its interval
-        fitted = inf.calibration_hardware()
-        for r in rows:
-            if r["status"] == "ok":
-                r["kind"] = serving_kind(r["chip"], r["engine_family"], fitted, r.get("moe", False))
+    table = _table(calibration)
+    rows = _compare(_read(path), table)
+    # each figure's kind of forecast, for its interval: whether the shipped calibration's rows include its chip
+    # or its engine family (a family the table in use lacks is unseen)
+    fitted = inf.calibration_hardware()
+    for r in rows:
+        if r["status"] == "ok":
+            fam = r["engine_family"] if table is None or r["engine_family"] in table else None
+            r["kind"] = serving_kind(r["chip"], fam, fitted, r.get("moe", False))
     return {"rows": rows, "summary": summarize(rows)}
 
 
