@@ -40,12 +40,14 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
         conf = {"method": SPEC_METHODS[spec.method.value], "num_speculative_tokens": spec.k}
         if spec.method.value in ("eagle", "draft", "medusa"):
             conf["model"] = "DRAFT_OR_HEADS_CHECKPOINT"
-            assumed.append("the speculator checkpoint path is a placeholder: name the EAGLE/Medusa heads or draft model")
+            assumed.append("the speculator checkpoint path is a placeholder: "
+                           "name the EAGLE/Medusa heads or draft model")
         args.append(f"--speculative-config '{json.dumps(conf)}'")
     if d.weights.name not in ("bf16", "fp16", "fp8"):
         missing.append(f"weights {d.weights.name}: serve a checkpoint quantized so (vLLM reads its format from it)")
     if neuron:
-        assumed.append("Neuron: the vLLM Neuron plugin (vllm-neuron) compiles the model for these shapes on first start")
+        assumed.append("Neuron: the vLLM Neuron plugin (vllm-neuron) compiles the model for these shapes "
+                       "on first start")
     title = "vLLM (Neuron plugin)" if neuron else "vLLM"
     return Launch("vllm", title, " \\\n    ".join(args), tuple(missing), tuple(assumed), VLLM_SOURCE)
 
@@ -55,7 +57,8 @@ def llama_server(d, *, replicas: int = 1, max_seqs: int = 1, max_model_len: int 
     slots = max(1, max_seqs)
     kv = {2.0: "f16", 1.0: "q8_0"}.get(d.kv_bytes, "f16")
     args = [f"llama-server --model {d.model.label}-{d.weights.name}.gguf", f"--threads {d.threads}",
-            f"--ctx-size {max_model_len * slots}", f"--parallel {slots}", f"--cache-type-k {kv}", f"--cache-type-v {kv}"]
+            f"--ctx-size {max_model_len * slots}", f"--parallel {slots}",
+            f"--cache-type-k {kv}", f"--cache-type-v {kv}"]
     missing = ["replicas: llama-server runs one model per process; start one per replica"] if replicas > 1 else []
     return Launch("llama.cpp", "llama.cpp llama-server", " \\\n    ".join(args), tuple(missing),
                   ("--ctx-size is shared by the slots: max model length x parallel slots",), LLAMACPP_SOURCE)
