@@ -75,19 +75,38 @@ def train_report(r) -> str:
         out.append(f"  instance-hours          {r.instance_hours:14,.0f} instance-h ({n:,} instance{'' if n == 1 else 's'} "
                    f"of {s.chips_per_node} chips{', partly idle' if n * s.chips_per_node > r.chips else ''})")
         missing = r.why_missing()
-        if r.energy_kwh is not None:
-            out.append(f"  energy (chip TDP only)  {r.energy_kwh:14,.0f} kWh")
-        else:
-            out.append(f"  energy                  cannot compute: {missing.get('energy')}")
-        if r.cost_usd is not None:
-            out.append(f"  cost                    {r.cost_usd:14,.0f} USD at {s.price_per_hour:.2f} USD/h per instance")
-        else:
-            out.append(f"  cost                    cannot compute: {missing.get('cost')}")
+        out += _bill_lines(r, missing)
         out.append("")
     out.append(f"calibration: {r.calibration_basis}")
     for n in r.notes:
         out.append(f"note: {n}")
     return "\n".join(out)
+
+
+_PRICE_KIND = {"on-demand": "on-demand", "capacity-block": "EC2 Capacity Block rate", "user": "given"}
+_POWER_BASIS = {"published": "published", "estimate": "an estimate", "user": "given"}
+
+
+def _bill_lines(r, missing: dict) -> list[str]:
+    """Cost and energy over the expected time with faults, with their parts (cost/economics.py)."""
+    b = r.bill
+    out = []
+    if b.cost_usd is not None:
+        c, k = b.cost_breakdown_usd, b.rates
+        out.append(f"  cost                    {b.cost_usd:14,.0f} USD at {k.price_per_hour_usd:,.2f} USD/h per instance "
+                   f"({_PRICE_KIND[k.price_kind]})")
+        out.append(f"    compute {c['compute']:,.0f} + downtime and re-done work {c['downtime_and_rework']:,.0f} USD")
+    else:
+        out.append(f"  cost                    cannot compute: {missing.get('cost')}")
+    if b.energy_kwh is not None:
+        e, k = b.energy_breakdown_kwh, b.rates
+        out.append(f"  energy                  {b.energy_kwh:14,.0f} kWh (chips at {k.chip_power_w:,.0f} W, "
+                   f"{_POWER_BASIS[k.power_basis]}; PUE {k.pue:.2f})")
+        out.append(f"    chips {e['chips']:,.0f} + host and network {e['host_and_network']:,.0f} + cooling and "
+                   f"facility {e['cooling_and_facility']:,.0f} kWh")
+    else:
+        out.append(f"  energy                  cannot compute: {missing.get('energy')}")
+    return out
 
 
 def catalog_list(models, chips, systems) -> str:
