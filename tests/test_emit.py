@@ -17,7 +17,8 @@ DATA = Path(__file__).parent / "data" / "emit"
 
 
 def listed(name):
-    return {line.strip() for line in (DATA / name).read_text().splitlines() if line.strip() and not line.startswith("#")}
+    lines = (DATA / name).read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
 MEGATRON_FLAGS = listed("megatron_lm_flags.txt")
@@ -59,7 +60,8 @@ def test_megatron_flags_exist_and_carry_every_degree(model, layout):
     assert args["--pipeline-model-parallel-size"] == str(layout.pp)
     assert args["--context-parallel-size"] == str(layout.cp)
     assert args["--expert-model-parallel-size"] == str(layout.ep)
-    assert args["--micro-batch-size"] == str(layout.micro_batch) and args["--global-batch-size"] == str(layout.global_batch)
+    assert args["--micro-batch-size"] == str(layout.micro_batch)
+    assert args["--global-batch-size"] == str(layout.global_batch)
     assert args["--train-iters"] == str(math.ceil(1e12 / (layout.global_batch * m.seq_len)))
     if layout.vp > 1 and m.layers % (layout.pp * layout.vp) == 0:
         assert int(args["--num-layers-per-virtual-pipeline-stage"]) * layout.pp * layout.vp == m.layers
@@ -67,10 +69,14 @@ def test_megatron_flags_exist_and_carry_every_degree(model, layout):
         assert args["--num-virtual-stages-per-pipeline-rank"] == str(layout.vp)
         assert any("do not split evenly" in n for n in r.no_equivalent)
     # dp is what is left: torchrun's processes over tp x pp x cp
-    nnodes, per_node = int(re.search(r"--nnodes (\d+)", r.text)[1]), int(re.search(r"--nproc-per-node (\d+)", r.text)[1])
+    nnodes = int(re.search(r"--nnodes (\d+)", r.text)[1])
+    per_node = int(re.search(r"--nproc-per-node (\d+)", r.text)[1])
     assert nnodes * per_node // (layout.tp * layout.pp * layout.cp) == layout.dp
     if m.moe:
         assert args["--num-experts"] == str(m.moe.experts) and args["--moe-router-topk"] == str(m.moe.topk)
+    if m.mtp_layers:  # deepseek-v3: one MTP module, 8 expert groups with each token in at most 4
+        assert args["--mtp-num-layers"] == "1"
+        assert (args["--moe-router-num-groups"], args["--moe-router-group-topk"]) == ("8", "4")
     if layout.sharding == Sharding.ZERO3:
         assert args["--data-parallel-sharding-strategy"] == "optim_grads_params"
     if layout.dtype == Dtype.FP8:
@@ -85,7 +91,8 @@ def test_moe_layer_pattern_matches_the_models_layers():
         pattern = emit.moe_pattern(m)
         assert pattern is None or eval(pattern) == layers  # Megatron evaluates the same expression
     m = catalog.load_model("deepseek-v3")
-    assert megatron_args(launch("megatron", "deepseek-v3", "p5.48xlarge", MOE).text)["--moe-layer-freq"] == "([0]*3+[1]*58)"
+    args = megatron_args(launch("megatron", "deepseek-v3", "p5.48xlarge", MOE).text)
+    assert args["--moe-layer-freq"] == "([0]*3+[1]*58)"
 
 
 def flat_keys(d, prefix=""):
@@ -102,7 +109,7 @@ def test_bridge_overrides_are_config_container_fields(model, layout):
     r = launch("nemo", model, "p5.48xlarge", layout)
     doc = yaml.safe_load(r.text)
     keys = {f"{section}.{k}" for section, body in doc.items() if isinstance(body, dict) for k in body}
-    assert keys - {"dataset.seq_length"} <= BRIDGE_KEYS, keys - BRIDGE_KEYS
+    assert keys <= BRIDGE_KEYS, keys - BRIDGE_KEYS
     assert f"mixed_precision={doc['mixed_precision']}" in BRIDGE_KEYS
     assert {f"section {s}" for s in doc} <= BRIDGE_KEYS
     mdl = doc["model"]
@@ -132,7 +139,7 @@ def test_nxd_config_counts_neuron_cores():
 
 def maxtext_settings(text):
     parts = text.replace("\\\n", " ").split()[4:]  # after python3 -m MODULE base.yml
-    return dict(p.split("=", 1) for p in parts)
+    return dict(p.strip('"').split("=", 1) for p in parts)
 
 
 @pytest.mark.parametrize("layout", [
@@ -151,6 +158,9 @@ def test_maxtext_mesh_places_every_degree(layout):
     ici = math.prod(int(v) for k, v in s.items() if k.startswith("ici_"))
     dcn = math.prod(int(v) for k, v in s.items() if k.startswith("dcn_"))
     assert ici * dcn == layout.chips
+    assert s["mlp_activations"] == "['silu','linear']"  # quoted on the command line: one shell word
+    if model == "deepseek-v3":
+        assert (s["mtp_num_layers"], s["n_routing_groups"], s["topk_routing_group"]) == ("1", "8", "4")
     per_step = float(s["per_device_batch_size"]) * layout.chips * int(s.get("gradient_accumulation_steps", 1))
     assert per_step == layout.global_batch
 
@@ -162,11 +172,13 @@ def test_maxtext_spans_slices_over_dcn():
 
 
 def test_wrong_hardware_or_framework_is_one_sentence():
-    with pytest.raises(FlopcastError, match="runs on trainium chips, not h100-sxm .*valid for p5.48xlarge: megatron, nemo, maxtext"):
+    with pytest.raises(FlopcastError, match="runs on trainium chips, not h100-sxm .*valid for p5.48xlarge: "
+                                            "megatron, nemo, maxtext"):
         launch("neuron", "llama3-8b", "p5.48xlarge", DENSE)
     with pytest.raises(FlopcastError, match="valid for trn2.48xlarge: neuron"):
         launch("megatron", "llama3-8b", "trn2.48xlarge", DENSE)
-    with pytest.raises(FlopcastError, match="unknown training framework 'deepspeed'; valid: megatron, nemo, neuron, maxtext"):
+    with pytest.raises(FlopcastError, match="unknown training framework 'deepspeed'; "
+                                            "valid: megatron, nemo, neuron, maxtext"):
         launch("deepspeed", "llama3-8b", "p5.48xlarge", DENSE)
 
 
@@ -176,3 +188,20 @@ def test_render_says_what_has_no_equivalent():
     assert "# no equivalent: schedule gpipe" in text and text.startswith("# Megatron-LM pretrain_gpt.py")
     assert all(line.startswith("#") or line.startswith("torchrun") or line.startswith("    --")
                for line in text.splitlines())
+
+
+@pytest.mark.parametrize("framework, model, hardware, layout", [
+    ("megatron", "deepseek-v3", "p5.48xlarge", MOE), ("megatron", "mistral-7b", "p5.48xlarge", DENSE),
+    ("maxtext", "deepseek-v3", "tpu-v5p-pod", Layout(tp=4, dp=128, ep=8, micro_batch=1, global_batch=1024)),
+])
+def test_commands_are_one_valid_shell_command(framework, model, hardware, layout):
+    import shlex
+    import subprocess
+
+    text = launch(framework, model, hardware, layout).render()
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0  # the shell parses it
+    words = shlex.split(text.replace("\\\n", " "), comments=True)  # a shell joins backslash-newline lines
+    assert all("\\" not in w and "\n" not in w for w in words)
+    if framework == "megatron":
+        flags = [w for w in words if w.startswith("--") and "pretrain_gpt.py" in words[:words.index(w)]]
+        assert set(flags) <= MEGATRON_FLAGS

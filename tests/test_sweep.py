@@ -9,7 +9,8 @@ import pytest
 from flopcast import api
 from flopcast.errors import FlopcastError
 from flopcast.model.system import Dtype
-from flopcast.plan.shared import SearchShare
+from flopcast.plan import forecast
+from flopcast.plan.shared import SearchShare, speeds
 from flopcast.sweep import executors, hardware, spec, table
 
 TINY = """
@@ -96,10 +97,26 @@ def test_shared_search_gives_the_full_search_answer():
     for over in ({}, {"memory_bandwidth": "2x"}, {"peak_flops.bf16": "0.5x", "memory": "0.5x"},
                  {"scale_out_bandwidth": "4x", "price_per_hour": "10 USD/h"}, {"memory": "0.01x"}):
         system = hardware.variant("p5.48xlarge", over)
-        a = api.train("llama3-8b", system, 16, tokens=1e12, shared=shared)
+        a = forecast.train("llama3-8b", system, 16, tokens=1e12, shared=shared)
         b = api.train("llama3-8b", system, 16, tokens=1e12)
         assert a.to_dict() == b.to_dict(), over
     assert shared.hits == 4 and shared.misses == 1 and shared.mismatches == 0
+
+
+@pytest.mark.parametrize("objective", ["throughput", "cost", "time_with_failures"])
+def test_bounds_from_faster_variants_skip_no_winner(objective):
+    """Faster variants' step times bound the slower ones'; the pruned searches still pick the fresh search's layout."""
+    shared = SearchShare()
+    grid = [{"memory_bandwidth": bw, "peak_flops.bf16": pk, "scale_up_latency": lat}
+            for bw in ("2x", "1x", "0.5x") for pk in ("1x", "0.7x") for lat in ("1 us", "20 us")]
+    systems = sorted((hardware.variant("p5.48xlarge", g) for g in grid), key=lambda s: tuple(-x for x in speeds(s)))
+    full = 0
+    for system in systems:
+        a = forecast.train("llama3-8b", system, 64, tokens=1e12, shared=shared, objective=objective)
+        b = api.train("llama3-8b", system, 64, tokens=1e12, objective=objective)
+        assert a.to_dict() == b.to_dict()
+        full += b.search_summary["valid"]
+    assert shared.mismatches == 0 and shared.evaluated < full / 3
 
 
 def test_rows_equal_train_and_a_failing_scenario_is_a_row(tmp_path):
@@ -169,3 +186,48 @@ def test_local_pool_and_ray_give_the_same_rows(tmp_path):
     finally:
         ray.shutdown()
     assert one.rows == pool.rows == on_ray.rows and on_ray.engine == "ray"
+
+
+def test_cli_writes_the_table_and_the_report(tmp_path, capsys):
+    from flopcast.cli import main
+
+    f = _file(tmp_path, TINY.replace("chips: [8, 16]", "chips: [8]").replace("[1x, 2x]", "[1x, 2x]\n  peak_flops.bf16: [1x, 2x]"))
+    out, html = tmp_path / "t.csv", tmp_path / "t.html"
+    assert main(["sweep", str(f), "--out", str(out), "--html", str(html), "--workers", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "8 scenarios, 8 run now" in text and "8 ok" in text
+    page = html.read_text()
+    assert "Sensitivity" in page and "d ln t / d ln x" in page and page.count("<svg") >= 3
+    assert len(table.read(out)) == 8
+    assert main(["sweep", str(f), "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == 8
+    for argv in (["sweep", str(tmp_path / "none.yaml"), "--out", str(out)], ["sweep", str(f), "--out", "x.txt"],
+                 ["sweep", str(f), "--out", str(out), "--address", "auto"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_models_from_files_and_hugging_face_configs(tmp_path):
+    """Models resolve as `train` resolves them: a model file and a config.json, relative to the sweep file."""
+    from test_hf import LLAMA3_8B
+
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(LLAMA3_8B))
+    (tmp_path / "mine.yaml").write_text("base: llama3-8b\nlayers: 16\n")
+    f = _file(tmp_path, "models: [hf/config.json, mine.yaml, llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\n"
+                        "tokens: 1T\nlayout: {tp: 8, pp: 1, micro_batch: 1, global_batch: 64}\n")
+    rows = api.sweep(f, workers=1).rows
+    assert [r["status"] for r in rows] == ["ok"] * 3
+    assert rows[0]["step_time_s"] == pytest.approx(rows[2]["step_time_s"], rel=0.01)
+    assert rows[1]["step_time_s"] < 0.6 * rows[2]["step_time_s"]
+
+
+def test_time_with_failures_ranks_by_expected_time():
+    """The layout with the shortest expected time with failures: never longer than the fastest layout's."""
+    kw = dict(tokens=1e12, tp=1, pp=1)
+    best = forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures", **kw)
+    fast = forecast.train("llama3-8b", "p5.48xlarge", 64, **kw)
+    assert best.expected.expected_s <= fast.expected.expected_s
+    with pytest.raises(FlopcastError, match="needs a token budget"):
+        forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures")

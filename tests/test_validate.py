@@ -7,16 +7,21 @@ from flopcast import catalog
 from flopcast.cli import main
 from flopcast.validate import training as vt
 
-# MAPE on calibration_runs.csv with the shipped calibration was 7.8% (flopcast validate, 2026-11-29);
-# the guard allows 0.5 point of drift from refactoring, not more.
-MAPE_GUARD_PCT = 8.3
+# MAPE on the union of the training files (calibration_runs.csv + more_training_runs.csv, 138 of 140 rows
+# predicted) with the shipped calibration, fitted on that union: 12.2%, bias +1.3% (`flopcast validate training`,
+# 2026-12-01); on calibration_runs.csv alone 8.6%. The guard allows 0.5 point of drift from refactoring, not more.
+MAPE_GUARD_PCT = 12.7
+BIAS_GUARD_PCT = 4.0
 
 
-def test_calibration_set_mape_does_not_regress(calibration_csv):
-    rows = vt.run_validation(calibration_csv, catalog.calibration())
+def test_training_files_mape_does_not_regress():
+    rows = vt.run_validation("training", catalog.calibration())
     s = vt.summarize(rows)
-    assert s["n_ok"] >= 90
+    assert s["n_ok"] >= 138
     assert s["mape_pct"] <= MAPE_GUARD_PCT
+    assert abs(s["bias_pct"]) <= BIAS_GUARD_PCT
+    for key in ("by_family", "by_kind"):
+        assert sum(v["n"] for v in s[key].values()) == s["n_ok"]
 
 
 def test_validate_json_shape(calibration_csv, capsys):
@@ -26,7 +31,8 @@ def test_validate_json_shape(calibration_csv, capsys):
     for key in ("run_id", "status", "reason", "predicted_tokens_per_s_per_chip", "measured_tokens_per_s_per_chip",
                 "error_pct", "layout"):
         assert key in row
-    for key in ("n_ok", "n_skipped", "mape_pct", "median_ape_pct", "bias_pct", "by_source", "by_hardware"):
+    for key in ("n_ok", "n_skipped", "mape_pct", "median_ape_pct", "bias_pct", "by_source", "by_hardware", "by_family",
+                "by_kind"):
         assert key in d["summary"]
 
 

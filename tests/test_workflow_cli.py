@@ -38,13 +38,14 @@ def test_train_emit_megatron_prints_runnable_flags(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("# Megatron-LM pretrain_gpt.py: llama3-8b on 16 h100-sxm")
-    command = "\n".join(l for l in lines if not l.startswith("#"))
+    command = "\n".join(line for line in lines if not line.startswith("#"))
     assert command.startswith("torchrun --nnodes 2 --nproc-per-node 8")
     assert "--tensor-model-parallel-size 1 \\" in command and "--global-batch-size 128" in command
     code, out, _ = run(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", *PINNED, "--emit", "nemo", "--json"],
                        capsys)
     doc = json.loads(out)
-    assert doc["launch"]["framework"] == "nemo" and yaml.safe_load(doc["launch"]["text"])["train"]["global_batch_size"] == 64
+    assert doc["launch"]["framework"] == "nemo"
+    assert yaml.safe_load(doc["launch"]["text"])["train"]["global_batch_size"] == 64
     code, _, err = run(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", "--emit", "neuron"], capsys)
     assert code == 2 and "valid for p5.48xlarge: megatron, nemo, maxtext" in err and err.count("\n") == 1
 
@@ -96,10 +97,12 @@ def test_calibration_file_replaces_the_shipped_one(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("families: {trainium: {gemm: 0.5, gemmm: 0.4}}\n", "families.trainium.gemmm is not a calibration parameter; closest: gemm"),
+    ("families: {trainium: {gemm: 0.5, gemmm: 0.4}}\n",
+     "families.trainium.gemmm is not a calibration parameter; closest: gemm"),
     ("families: {trainium: {gemm: -1}}\n", "gemm: -1; valid: a number of zero or more"),
     ("global: {tp_overlap: 0.1}\nfamilies: {}\n", "is not a calibration file"),
-    ("families: {gpu: {compute: 0.5, memory: 0.7, layer_overhead: 1}}\n", "layer_overhead is not a calibration parameter"),
+    ("families: {gpu: {compute: 0.5, memory: 0.7, layer_overhead: 1}}\n",
+     "layer_overhead is not a calibration parameter"),
 ])
 def test_bad_calibration_files_are_one_sentence(tmp_path, text, message):
     f = tmp_path / "cal.yaml"

@@ -16,7 +16,7 @@ from .errors import FlopcastError
 
 __version__ = "0.1.0"
 
-_API = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+_API = ("train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate", "claims",
         "sweep", "TrainResult")
 _SHARED = ("plan", "validate", "claims")  # subpackages whose names are API functions too
 

@@ -15,6 +15,7 @@ from ..plan.forecast import (DEFAULT_INSTANCES, DEFAULT_MODEL, DEFAULT_SYSTEM, M
                              default_tokens, layout_space, resolve_model, resolve_system, result_from)
 from .claims import ClaimsReport, claims
 from .compare import CompareServingResult, compare
+from .deploy import DeployResult, deploy
 from .reliability import ReliabilityResult, ReliabilitySweepResult, reliability
 from .serving import InferResult, ServeResult, infer, serve
 from .sweep import sweep
@@ -22,12 +23,12 @@ from .training import CompareResult, PlanResult, SearchResult, plan, search, tra
 from .validation import CalibrationResult, ValidationResult, calibrate, validate
 
 # the functions, in the order of the command table (docs/api.md follows it)
-FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+FUNCTIONS = ("train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate", "claims",
              "sweep")
 
-__all__ = ["train", "search", "plan", "compare", "infer", "serve", "reliability", "validate", "calibrate", "claims",
+__all__ = ["train", "search", "plan", "compare", "infer", "serve", "deploy", "reliability", "validate", "calibrate", "claims",
            "sweep",
            "TrainResult", "SearchResult", "PlanResult", "CompareResult", "CompareServingResult",
-           "InferResult", "ServeResult", "ReliabilityResult", "ReliabilitySweepResult", "ValidationResult",
+           "InferResult", "ServeResult", "DeployResult", "ReliabilityResult", "ReliabilitySweepResult", "ValidationResult",
            "CalibrationResult", "ClaimsReport", "DEFAULT_MODEL", "DEFAULT_SYSTEM", "DEFAULT_INSTANCES", "MAX_TOKENS",
            "default_tokens", "layout_space", "resolve_model", "resolve_system", "result_from"]

@@ -27,11 +27,19 @@ SERVING_ONLY = frozenset({"instance", "vcpus", "threads", "engine", "weights", "
 CROSS_VALIDATION = "leave-one-source-out: each source predicted by parameters fitted without it"
 
 
+def files_of(file: str) -> list[Path]:
+    """The CSV file(s) `file` names: a path, or a shipped file's short name (`training`: the union of the
+    training files; validate.training.SHIPPED)."""
+    return vt.resolve_files(file)
+
+
 def schema(path: str) -> str:
-    """'training' or 'serving', from the header's columns; a one-line error for an empty file or one that
-    has neither schema's columns (naming what the closer schema, by its own columns present, lacks)."""
+    """'training' or 'serving', from the header's columns (of the first file a short name names); a one-line
+    error for an empty file or one that has neither schema's columns (naming what the closer schema, by its
+    own columns present, lacks)."""
     from ..validate import inference as vi
 
+    path = str(files_of(path)[0])
     header, _ = vt.read_table(path)
     if not header:
         raise FlopcastError(f"{path} is empty")
@@ -79,7 +87,8 @@ class ValidationResult(Tabular):
 
 @python_errors
 def validate(file: str, *, cross_validate: bool = False, calibration=None, progress=None) -> ValidationResult:
-    """Compare predictions with the measured runs in `file` (a CSV of the validation/ schemas).
+    """Compare predictions with the measured runs in `file` (a CSV of the validation/ schemas, or a shipped
+    file's short name: calibration_runs, more_training_runs, training (both), inference_runs, more_inference_runs).
 
     Blank layout cells are chosen by the search over just those fields. `cross_validate=True` refits with
     each source left out and predicts it (minutes): the error to expect on runs flopcast has not seen.
@@ -92,9 +101,11 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
     if calibration is not None and cross_validate:
         raise FlopcastError("`calibration` and `cross_validate` exclude each other: cross-validation fits its own "
                             "parameters for each held-out source")
+    files = files_of(file)
     if schema(file) == "serving":
         from ..validate.inference import cross_validate_inference, validate_inference
 
+        file = str(files[0])
         result = (cross_validate_inference(file) if cross_validate
                   else validate_inference(file, calibrations.serving(calibration)))
         return ValidationResult("serving", tuple(result["rows"]), result["summary"])
@@ -102,11 +113,11 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         from ..validate import calibrate as cb
 
         if progress is not None:
-            progress.add_total(len({c.source for c in vt.load_cases(file)[0]}))
-        res = cb.cross_validate(file, progress=None if progress is None else progress.update)
+            progress.add_total(len({c.source for c in vt.load_cases(files)[0]}))
+        res = cb.cross_validate(files, progress=None if progress is None else progress.update)
         summary = {**res["summary"], "method": CROSS_VALIDATION, "fold_parameters": res["folds"]}
         return ValidationResult("training", tuple(res["rows"]), summary)
-    rows = vt.run_validation(file, calibrations.training(calibration))
+    rows = vt.run_validation(files, calibrations.training(calibration))
     return ValidationResult("training", tuple(rows), vt.summarize(rows))
 
 
@@ -139,9 +150,12 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
     from ..validate import calibrate as cb
 
     kind = schema(file)
+    files = files_of(file)
     output = str(output or ("inference_calibration.yaml" if kind == "serving" else "calibration.yaml"))
-    prepare_out(output, file, "output")
+    for f in files:
+        prepare_out(output, str(f), "output")
     if kind == "serving":
+        file = str(files[0])
         from ..validate.inference import fit_inference
 
         try:
@@ -149,13 +163,13 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
         except OSError as exc:
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
         return CalibrationResult("serving", output, info)
-    cases, _ = vt.load_cases(file)
+    cases, _ = vt.load_cases(files)
     if progress is not None:
         progress.add_total(2)
     cal, info = cb.fit(cases, progress=None if progress is None else progress.update)
     target = Path(output)
     try:
-        cb.write(cal, cb.provenance(file, cases, info), target)
+        cb.write(cal, cb.provenance(files, cases, info), target)
     except OSError as exc:
         raise FlopcastError(f"cannot write {target}: {exc.strerror or exc}") from None
     return CalibrationResult("training", str(target), info, len(cal.families), len(cb.GLOBAL_PRIOR))

@@ -117,7 +117,8 @@ def _add_params(out: dict, m) -> None:
 
 def _config_json(name: str) -> dict:
     """A Hugging Face config.json as the model flopcast reads from it: each field, and the keys it could not map."""
-    from dataclasses import asdict, fields as dc_fields
+    from dataclasses import asdict
+    from dataclasses import fields as dc_fields
 
     m = load_model(name)
     skip = {"name", "id", "source", "notes", "published_params", "published_active_params", "batch_tokens"}

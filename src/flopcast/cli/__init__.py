@@ -24,11 +24,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("plan", "compare", "Systems side by side: training, or serving (--serve)."),
     "infer": ("serving", "infer", "Latency, throughput and cost of one batch (roofline)."),
     "serve": ("serving", "serve", "Simulated serving: latency percentiles, SLOs, cost."),
+    "deploy": ("deploy", "deploy", "The cheapest deployment per system at the SLOs (searched, simulated)."),
     "reliability": ("reliability", "reliability", "Time-to-train with failures, checkpoints and restarts."),
     "claims": ("claims", "claims", "AWS's Trainium2 / Graviton4 claims, checked."),
     "validate": ("validate", "validate", "Predictions against the measured runs of a CSV file."),
     "calibrate": ("validate", "calibrate", "Fit the efficiency parameters on measured runs."),
     "report": ("report", "report", "All figures of one scenario, as HTML or PNG files."),
+    "sweep": ("sweep", "sweep", "A grid of scenarios (models x hardware what-ifs x sizes) as a table."),
 }
 
 

@@ -259,7 +259,7 @@ def _print_serving(res) -> None:
         v = out[name]
         return "n/a" if isinstance(v, str) else f(v)
 
-    rows = [("deployment", lambda p: f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"),
+    rows = [("deployment", lambda p: f"{p.deployment.replicas} x TP{p.deployment.tp}, {p.deployment.weights.name}"),
             ("capacity req/s" if qps is None else "offered req/s", lambda p: f"{p.qps:.3g}"),
             ("served req/s", lambda p: f"{p.result.throughput_requests_per_s:.3g}"),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),

@@ -138,10 +138,15 @@ def training_report(rows, summary) -> str:
                f"bias (mean signed error) {fmtp(s['bias_pct'])}")
     out.append("five worst: " + ", ".join(f"run {w['run_id']} ({_clip(w['model'], 24)}, {w['hardware']}) "
                                           f"{w['error_pct']:+.0f}%" for w in s["worst"]))
-    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("dense / MoE", "by_kind")):
+    for title, key in (("by source", "by_source"), ("by chip", "by_hardware"), ("by family", "by_family"),
+                       ("dense / MoE", "by_kind")):
         if key not in s:
             continue
-        out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} (n={v['n']})" for k, v in s[key].items()))
+        out.append(f"{title}: " + "; ".join(f"{k} {fmtp(v['mape_pct'])} bias {fmtp(v['bias_pct'])} (n={v['n']})"
+                                            for k, v in s[key].items()))
+    for r in rows:
+        if r.assumed:
+            out.append(f"run {r.run_id} assumed: {'; '.join(r.assumed)}")
     skipped = [r for r in rows if r.status == "skipped"]
     for r in skipped:
         out.append(f"skipped run {r.run_id}: {r.reason}")
@@ -160,11 +165,15 @@ def training_report(rows, summary) -> str:
 def validate(file, as_json, out, cross_validate, calibration, csv_path):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
+    FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
+    inference_runs, more_inference_runs.
+
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
     if out:
         api.validation.schema(file)  # a file that is neither schema fails before --out is touched
-        prepare_out(out, file)
+        for f in api.validation.files_of(file):
+            prepare_out(out, str(f))
     with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
         res = api.validate(file, cross_validate=cross_validate, calibration=calibration, progress=bar)
     write_csv(csv_path, res)

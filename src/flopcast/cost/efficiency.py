@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+import numpy as np
+
 from ..model.system import Dtype
 
 
@@ -52,12 +54,16 @@ class Calibration:
     def for_chip(self, chip) -> FamilyEfficiency:
         """A chip's efficiencies: its family's (or its nearest relative's) when fitted; otherwise the mean of the
         fitted families, with the GEMM efficiencies taken from the chip's own measured matmul ceiling (MAMF)
-        times the fitted/MAMF ratio of the fitted families, where the chip has a MAMF."""
+        times the fitted/MAMF ratio of the fitted families, where the chip has a MAMF. Either way no GEMM
+        efficiency exceeds the chip's measured ceiling (its MAMF fraction of peak) nor memory efficiency
+        MEMORY_CEILING: a family fitted on several chips must not lend one chip more than it can do."""
         if chip.family in self.families or FAMILY_FALLBACK.get(chip.family) in self.families:
-            return self.family(chip.family)
-        base = self.mean_family()
-        own = self._mamf_gemm(chip)
-        return replace(base, **own) if own else base
+            fam = self.family(chip.family)
+        else:
+            base = self.mean_family()
+            own = self._mamf_gemm(chip)
+            fam = replace(base, **own) if own else base
+        return bounded(fam, chip)
 
     def _mamf_gemm(self, chip) -> dict:
         out = {}
@@ -96,6 +102,35 @@ class Calibration:
                     "efficiencies their mean, peaks and bandwidths from its specifications")
         return (f"no measured {chip_id} runs and no calibrated relative: mean efficiencies of the calibrated "
                 "families, peaks and bandwidths from its specifications")
+
+
+# The largest fraction of HBM peak a streaming kernel reaches: STREAM-like copies measure 0.83 of peak on
+# V100 (750 of 900 GB/s; Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking",
+# arXiv:1804.06826, sec. 3); newer HBM parts reach somewhat more. An upper bound, not a fitted value: no chip
+# in the catalog carries its own measured STREAM figure yet.
+MEMORY_CEILING = 0.92
+
+
+def gemm_ceiling(chip, key: str) -> float | None:
+    """The chip's measured large-GEMM ceiling for a FamilyEfficiency key (gemm: BF16, gemm_fp8: FP8; attention,
+    whose fused kernels are BF16 matmuls, BF16), or None."""
+    return chip.mamf_fraction(Dtype.FP8 if key == "gemm_fp8" else Dtype.BF16)
+
+
+def bounded(fam: FamilyEfficiency, chip) -> FamilyEfficiency:
+    """fam with each GEMM (and attention) efficiency at most the chip's MAMF fraction, attention at most the GEMM one,
+    memory at most MEMORY_CEILING
+    (works on floats and on arrays of parameter values)."""
+    out = {"memory": np.minimum(fam.memory, MEMORY_CEILING)}
+    for key in ("gemm", "gemm_fp8", "attention"):
+        ceiling = gemm_ceiling(chip, key)
+        if ceiling:
+            out[key] = np.minimum(getattr(fam, key), ceiling)
+    # fused attention is matmul work plus a softmax: no more efficient than a large GEMM on the same chip
+    out["attention"] = np.minimum(out.get("attention", fam.attention), out.get("gemm", fam.gemm))
+    if np.ndim(out["memory"]) == 0:
+        out = {k: float(v) for k, v in out.items()}
+    return replace(fam, **out)
 
 
 # Chip families without measured runs borrow from their nearest architecture relative.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.system import Dtype
 from ..model.workload import Mlp, Model
 from ..units import GiB
 
@@ -122,19 +123,38 @@ def inflight_factor(pp, vp, m, schedule):
                     np.where(schedule == Schedule.ONE_F_ONE_B_OVERLAP, combined, plain))
 
 
-def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_bytes=WEIGHT_BYTES):
+def state_bytes_per_param(dtype):
+    """(weight, gradient, optimizer) bytes per parameter for a compute dtype (a Dtype or an array of them).
+
+    Megatron-LM's table of bytes per parameter (README, "Distributed Optimizer"): fp16 params and grads 20
+    (4 + 16/d distributed: the optimizer keeps fp32 main params and main grads besides Adam's m and v);
+    bf16 params with fp32 grads 18 (6 + 12/d: fp32 main params, m, v); fp32 params and grads 16 (8 + 8/d:
+    m and v only). FP8 runs keep bf16 params (Transformer Engine): as bf16. Deviation: for fp16 the
+    distributed optimizer's 16 bytes are counted as optimizer state (its fp32 main grads included)."""
+    dtype = np.asarray(dtype)
+    fp32 = dtype <= Dtype.TF32
+    fp16 = dtype == Dtype.FP16
+    weight = np.where(fp32, 4.0, 2.0)
+    grad = np.where(fp16, 2.0, 4.0)
+    optimizer = np.where(fp16, 16.0, np.where(fp32, 8.0, 12.0))
+    return weight, grad, optimizer
+
+
+def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_bytes=WEIGHT_BYTES,
+                grad_bytes=GRAD_BYTES, optimizer_bytes=OPTIMIZER_BYTES):
     """(weights, gradients, optimizer) bytes per chip for the params a chip owns before dp sharding.
 
     ZeRO stages (Rajbhandari et al. 2020): 1 shards optimizer states over dp, 2 also
     gradients, 3 also weights. Expert weights are sharded over the dp/ep ranks that replicate them.
+    Bytes per parameter by dtype: state_bytes_per_param.
     """
     edp = np.maximum(dp / ep, 1)
     def shard(x_dense, x_expert, stage):
         on = sharding >= stage
         return np.where(on, x_dense / dp + x_expert / edp, x_dense + x_expert)
     weights = shard(params_dense * dtype_weight_bytes, params_expert * dtype_weight_bytes, Sharding.ZERO3)
-    grads = shard(params_dense * GRAD_BYTES, params_expert * GRAD_BYTES, Sharding.ZERO2)
-    optim = shard(params_dense * OPTIMIZER_BYTES, params_expert * OPTIMIZER_BYTES, Sharding.ZERO1)
+    grads = shard(params_dense * grad_bytes, params_expert * grad_bytes, Sharding.ZERO2)
+    optim = shard(params_dense * optimizer_bytes, params_expert * optimizer_bytes, Sharding.ZERO1)
     return weights, grads, optim
 
 

@@ -43,7 +43,8 @@ class Launch:
 
     def render(self) -> str:
         """The text with `#` comment lines (valid in a shell script and in YAML) saying what it starts and lacks."""
-        head = [f"# {self.title}", f"# names checked against {self.source}"] + [f"# warning: {w}" for w in self.warnings]
+        head = [f"# {self.title}", f"# names checked against {self.source}"]
+        head += [f"# warning: {w}" for w in self.warnings]
         tail = [f"# assumed: {a}" for a in self.assumed] + [f"# no equivalent: {n}" for n in self.no_equivalent]
         return "\n".join(head + [self.text.rstrip()] + tail) + "\n"
 

@@ -84,6 +84,12 @@ def _model(model) -> dict:
         out.update(num_experts=e.experts, num_experts_per_tok=e.topk, base_moe_mlp_dim=e.expert_ffn,
                    first_num_dense_layers=e.dense_layers, shared_experts=e.shared_experts,
                    interleave_moe_layer_step=e.layer_freq)
+        if e.groups:
+            out.update(n_routing_groups=e.groups, topk_routing_group=e.topk_groups or -1)
+        if e.capacity_factor is not None:
+            out["capacity_factor"] = e.capacity_factor
+    if m.mtp_layers:
+        out["mtp_num_layers"] = m.mtp_layers
     if m.mla:
         a = m.mla
         out.update(attention_type="mla", q_lora_rank=a.q_lora_rank, kv_lora_rank=a.kv_lora_rank,
@@ -124,7 +130,7 @@ def maxtext(model, system, layout, tokens=None) -> Launch:
         settings["quantization"] = quantization
     if layout.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         settings["shard_optimizer_over_data"] = True
-    args = [f"{k}={_value(v)}" for k, v in settings.items()]
+    args = [_shell(f"{k}={_value(v)}") for k, v in settings.items()]
     text = " \\\n    ".join(["python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"] + args)
     assumed = ["dataset_type=synthetic, enable_checkpointing=False: a benchmark run; give the data set and "
                "base_output_directory of the real run",
@@ -137,6 +143,11 @@ def maxtext(model, system, layout, tokens=None) -> Launch:
         assumed.append("steps=100: no token count was given, so a short benchmark run")
     return Launch("maxtext", f"MaxText: {model.label} on {layout.chips} {system.chip.id} ({system.id}), "
                   f"{layout.describe()}", text, tuple(problems + _unmapped(model, layout)), tuple(assumed), SOURCE)
+
+
+def _shell(arg: str) -> str:
+    """One shell word: quoted when it holds characters a shell would expand or strip ([ ] ' *)."""
+    return f'"{arg}"' if any(c in arg for c in "[]'* ") else arg
 
 
 def _value(v) -> str:

@@ -17,10 +17,11 @@ from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iter
 LM_SOURCE = "NVIDIA/Megatron-LM megatron/training/arguments.py (tag core_v0.15.3)"
 BRIDGE_SOURCE = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/config.py (ConfigContainer) and "
                  "Megatron-Core ModelParallelConfig / TransformerConfig fields")
-# Megatron-Core's --data-parallel-sharding-strategy of Megatron FSDP for the ZeRO stages beyond the distributed optimizer
+# Megatron FSDP's --data-parallel-sharding-strategy for the ZeRO stages beyond the distributed optimizer
 FSDP_STRATEGY = {Sharding.ZERO2: "optim_grads", Sharding.ZERO3: "optim_grads_params"}
 # Megatron-Bridge mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py, @register)
-BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed", Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
+BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
+                    Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
 
 
 def _settings(model, layout) -> tuple[dict, list, list]:
@@ -56,15 +57,12 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         s["window_size"] = f"({m.sliding_window},0)"
         if m.sliding_every > 1:
             s["window_attn_skip_freq"] = m.sliding_every
-    if m.mla:
-        a = m.mla
-        s.update(multi_latent_attention=True, q_lora_rank=a.q_lora_rank or None, kv_lora_rank=a.kv_lora_rank,
-                 qk_head_dim=a.qk_nope_head_dim, qk_pos_emb_head_dim=a.qk_rope_head_dim, v_head_dim=a.v_head_dim)
-    if m.moe:
-        e = m.moe
-        s.update(num_moe_experts=e.experts, moe_router_topk=e.topk, moe_ffn_hidden_size=e.expert_ffn,
-                 moe_shared_expert_intermediate_size=shared_ffn(m) or None, moe_layer_freq=moe_pattern(m),
-                 moe_grouped_gemm=True, moe_token_dispatcher_type="alltoall")
+    s.update(_structure(m))
+    if layout.sharding in FSDP_STRATEGY:
+        assumed.append(f"sharding {layout.sharding.name.lower()} as Megatron FSDP ({FSDP_STRATEGY[layout.sharding]}): "
+                       "arguments.py asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 and the fsdp_dtensor checkpoint "
+                       "format" + ("; with pipeline parallelism check that your Megatron-Core version combines "
+                                   "them (torch FSDP2 does not: arguments.py asserts pp = 1)" if layout.pp > 1 else ""))
     if layout.pp > 1:
         assumed.append("an even split of layers over pipeline stages; flopcast's forecast lets the first and last "
                        "stages hold fewer (--decoder-first/last-pipeline-num-layers), so the forecast is at most this "
@@ -76,6 +74,25 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         assumed.append("LayerNorm and learned absolute positions (Megatron's defaults) with a 2-matrix GeLU MLP: "
                        "flopcast's model does not hold the norm or position kind")
     return s, missing, assumed
+
+
+def _structure(m) -> dict:
+    """MLA, MoE (routing groups, capacity) and multi-token prediction as Megatron-Core fields; None leaves one out."""
+    out = {}
+    if m.mla:
+        a = m.mla
+        out.update(multi_latent_attention=True, q_lora_rank=a.q_lora_rank or None, kv_lora_rank=a.kv_lora_rank,
+                   qk_head_dim=a.qk_nope_head_dim, qk_pos_emb_head_dim=a.qk_rope_head_dim, v_head_dim=a.v_head_dim)
+    if m.moe:
+        e = m.moe
+        out.update(num_moe_experts=e.experts, moe_router_topk=e.topk, moe_ffn_hidden_size=e.expert_ffn,
+                   moe_shared_expert_intermediate_size=shared_ffn(m) or None, moe_layer_freq=moe_pattern(m),
+                   moe_router_num_groups=e.groups or None, moe_router_group_topk=e.topk_groups or None,
+                   moe_expert_capacity_factor=e.capacity_factor,
+                   moe_pad_expert_input_to_capacity=True if e.capacity_factor is not None else None,
+                   moe_grouped_gemm=True, moe_token_dispatcher_type="alltoall")
+    out["mtp_num_layers"] = m.mtp_layers or None
+    return out
 
 
 # Megatron-Core field -> pretrain_gpt.py flag, where the flag is not the field's name with dashes

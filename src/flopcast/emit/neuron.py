@@ -33,6 +33,10 @@ def _unmapped(model, layout) -> list[str]:
         out.append("shared experts: no key in NxD's MoE config (model.moe); only the routed experts are emitted")
     if model.moe and model.moe.dense_layers:
         out.append(f"{model.moe.dense_layers} leading dense layers: model.moe.frequency sets every Nth layer only")
+    if model.mtp_layers:
+        out.append(f"{model.mtp_layers} multi-token-prediction module(s): no key in NxD's model configs; left out")
+    if model.moe and model.moe.groups:
+        out.append("group-limited routing (moe groups): no key in NxD's MoE config; routing is unrestricted")
     if model.sliding_window:
         out.append(f"sliding-window attention ({model.sliding_window} tokens): no key; emitted as full attention")
     if layout.sharding in (Sharding.ZERO2, Sharding.ZERO3):

@@ -310,7 +310,9 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
                     progress=None, inference_calibration: dict | None = None) -> dict:
     """Serve `model` on each system at the same SLOs: {system id: ServingPoint, or a string saying why not}.
 
-    Without `qps`, each system runs at its capacity: the highest Poisson request rate at which 90% of
+    Without `chips`, `tp` and `qps`, each system serves with its best deployment (plan/deploy.py: replicas x TP
+    in the given formats, the instance simulated whole at its replicas' capacity). Without `qps`, each system
+    runs at its capacity: the highest Poisson request rate at which 90% of
     requests meet both SLOs (goodput as in DistServe, Zhong et al. 2024); its cost per million output
     tokens is the instance price over the output tokens it delivers at that rate. inference_calibration:
     engine family -> EngineEfficiency to serve with (None: the shipped calibration)."""
@@ -326,11 +328,34 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
     for system in systems:
         if progress is not None:
             progress.note(f"simulating {system.id}")
-        out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
-                                    input_tokens, output_tokens, seed, inference_calibration)
+        if chips is None and tp is None and qps is None:
+            out[system.id] = _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens,
+                                              output_tokens, seed, inference_calibration)
+        else:
+            out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
+                                        input_tokens, output_tokens, seed, inference_calibration)
         if progress is not None:
             progress.update(1)
     return out
+
+
+def _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens, output_tokens, seed,
+                     inference_calibration=None):
+    """The ServingPoint of the cheapest deployment plan/deploy finds in the given (or default) formats."""
+    from ..cost import inference as inf
+    from . import deploy as D
+
+    cpu = system.chip.kind == "cpu"
+    ws = (weights or ("q4_0" if cpu else "bf16"),)
+    kvs = (kv_dtype or ("fp16" if cpu else "bf16"),)
+    o = D.deploy(model, system, config, input_tokens=input_tokens, output_tokens=output_tokens, weights=ws,
+                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration)
+    if o.best is None:
+        return f"no deployment meets the SLOs: {o.reason}"
+    c = o.best.candidate
+    d = inf.deployment(model, system, chips=c.tp * max(c.replicas_per_instance, 1), tp=c.tp, weights=c.weights,
+                       kv_dtype=c.kv_dtype, inference_calibration=inference_calibration)
+    return ServingPoint(system, d, o.best.qps, True, o.verified or o.best.result)
 
 
 def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,

@@ -386,7 +386,8 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
 
 
 def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None) -> TrainResult:
-    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared)
+    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
+                            tokens=tokens)
     if out.n_fit == 0:
         reasons = search_mod.rejection_summary(out.rejected)
         if out.batch.size and out.results:

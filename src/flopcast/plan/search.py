@@ -20,6 +20,7 @@ from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recom
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
+from .objectives import objective_score, step_score
 from .shared import SearchShare, SharedLayouts
 
 
@@ -53,11 +54,12 @@ class SearchOutcome:
     order: np.ndarray  # indices of batch, best first (those that fit)
     considered: int
     rejected: dict = field(default_factory=dict)  # rule -> candidates it rejected
-    valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only those that fit
+    valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only some of them
+    fit: int | None = None  # layouts that fit, where `batch` holds only those that could be the best
 
     @property
     def n_fit(self) -> int:
-        return int(self.order.size)
+        return int(self.order.size) if self.fit is None else self.fit
 
     @property
     def n_valid(self) -> int:
@@ -338,74 +340,107 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
     return None
 
 
+def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool):
+    """The candidates that pass every rule but the chip's data types and memory: (batch, what each rule
+    rejected, candidates considered, {dtype: layouts of that dtype}); the dtypes the chip cannot train in are
+    left out of the batch (their counts are the chip's to name)."""
+    lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
+    if lb.size == 0:
+        return lb, rejected, considered, {}
+    ok = np.ones(lb.size, dtype=bool)
+    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
+                                lb.recompute), ok, rejected)
+    dtypes = {}
+    for d in np.unique(lb.dtype):
+        dtypes[int(d)] = int(np.count_nonzero(ok & (lb.dtype == d)))
+        if training_dtype_problem(system.chip, Dtype(int(d))):
+            ok &= lb.dtype != d
+    return lb.take(np.nonzero(ok)[0]), rejected, considered, dtypes
+
+
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
-           software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None) -> SearchOutcome:
+           software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None,
+           tokens: float | None = None) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
 
     `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
     `software` is what the training stack can do (today's by default); `shared` (plan/shared.py) lets
-    searches of hardware variants reuse the candidates and their memory (the same answer, less work)."""
+    searches of hardware variants reuse the candidates and their memory (the same answer, less work); `tokens`
+    is the budget objective time_with_failures needs."""
+    failures = (model, tokens)
     key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
     hit = shared.get(key) if shared is not None else None
-    if hit is not None:
-        lb, rejected, considered = hit.batch, dict(hit.rejected), hit.considered
+    if hit is None:
+        lb, rejected, considered, dtypes = _valid(model, system, chips, space, allow_idle)
+        entry = SharedLayouts(lb, dict(rejected), considered, dtypes)
     else:
-        lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
-        if shared is not None:
-            hit_new = SharedLayouts(lb, dict(rejected), considered)
+        lb, rejected, considered, dtypes = hit.batch, dict(hit.rejected), hit.considered, hit.dtypes
+    for d, n in dtypes.items():
+        why = training_dtype_problem(system.chip, Dtype(d))
+        if why:
+            rejected[why] = rejected.get(why, 0) + n
     if progress is not None:
         progress.add_total(considered)
-    if lb.size == 0:
-        return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
-                                lb.recompute), ok, rejected)
-    for d in np.unique(lb.dtype):
-        why = training_dtype_problem(system.chip, Dtype(int(d)))
-        if why:
-            bad = ok & (lb.dtype == d)
-            rejected[why] = rejected.get(why, 0) + int(bad.sum())
-            ok &= ~bad
-    lb = lb.take(np.nonzero(ok)[0])
-    if progress is not None:
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
     if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
+        bound = shared.bound(key, system, cal)
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
-                                 software)
+                                 software, bound, failures)
         if reused is not None:
-            return reused
+            outcome, evaluated, steps = reused
+            shared.add_bound(key, system, cal, evaluated, steps, bound, lb.size)
+            return outcome
         shared.forget(key)
     res = _evaluate_chunked(model, system, lb, cal, progress, software)
     if shared is not None and (hit is None or hit.memory is None):
-        shared.put(key, replace(hit or hit_new, memory=np.asarray(res["memory_bytes"], dtype=float)))
+        shared.put(key, replace(hit or entry, memory=np.asarray(res["memory_bytes"], dtype=float)))
+        shared.add_bound(key, system, cal, np.arange(lb.size), np.asarray(res["step_time_s"], dtype=float), None,
+                         lb.size)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
-    score = objective_score(res, system, objective)
+    score = objective_score(res, system, objective, failures)
     idx = np.nonzero(fits)[0]
     order = idx[np.argsort(score[idx], kind="stable")]
     return SearchOutcome(lb, res, order, considered, rejected)
 
 
-def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software):
+PRUNE_PROBE = 256  # layouts evaluated first, those with the lowest lower bound, to find an incumbent
+
+
+def _search_fitting(model, system, lb, memory, cal, objective, considered, rejected, progress, software, bound,
+                    failures=None):
     """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
-    does, the smallest footprint is shown, which needs every layout); None where the memory it computes differs
-    from the known one (then the reuse was wrong and the caller searches in full)."""
+    does, the smallest footprint is shown, which needs every layout), and of those, where a lower bound of each
+    layout's step time is known (from a variant at least as fast in every respect: more bandwidth or FLOP/s is
+    never slower), only those whose bound could beat the best exact score of the most promising ones.
+    (outcome, evaluated indices, their step times), or None where the memory it computes differs from the
+    known one or a step time falls below its bound (then the reuse was wrong and the caller searches in full)."""
     fit = np.nonzero(memory <= system.chip.memory)[0]
-    sub = lb.take(fit)
+    keep = fit
+    if bound is not None:
+        lower = step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective, failures)
+        probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
+        probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
+        incumbent = float(np.min(objective_score(probe_res, system, objective, failures)))
+        keep = fit[lower <= incumbent * (1 + 1e-9)]
+    sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
-    if not np.array_equal(np.asarray(res["memory_bytes"], dtype=float), memory[fit]):
+    step = np.asarray(res["step_time_s"], dtype=float)
+    if not np.array_equal(np.asarray(res["memory_bytes"], dtype=float), memory[keep]):
+        return None
+    if bound is not None and (step < bound[keep] * (1 - 1e-9)).any():
         return None
     if progress is not None:
         progress.update(lb.size)
     if fit.size < lb.size:
         rejected["does not fit in memory"] = int(lb.size - fit.size)
-    score = objective_score(res, system, objective)
+    score = objective_score(res, system, objective, failures)
     order = np.argsort(score, kind="stable")
-    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size)
+    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep, step
 
 
 CHUNK = 262_144
@@ -445,20 +480,3 @@ def _fill(out: dict, piece: dict, start: int, stop: int) -> None:
                 out[k][kk][start:stop] = vv
         else:
             out[k][start:stop] = v
-
-
-def objective_score(res: dict, system: System, objective: str):
-    """Lower is better: seconds per token (throughput), dollars per token (cost), joules per token (energy)."""
-    per_token = 1.0 / res["tokens_per_s"]
-    if objective == "throughput":
-        return per_token
-    if objective == "cost":
-        price = system.price_per_chip_hour
-        if price is None:
-            raise FlopcastError(f"{system.id} has no known price; use --objective throughput or a system with a price")
-        return per_token * res["chips"] * price
-    if objective == "energy":
-        if system.chip.power is None:
-            raise FlopcastError(f"{system.chip.id} has no published power; use --objective throughput")
-        return per_token * res["chips"] * system.chip.power
-    raise FlopcastError(f"unknown objective {objective!r}; valid: throughput, cost, energy")

@@ -10,9 +10,18 @@ decides what fits). So the candidates and their memory are computed once, by the
 search; a later search evaluates step times only for the layouts that fit its capacity, and
 picks the same layout a full search would (the others cannot be chosen while any layout fits).
 
+Step times bound each other: a variant at least as fast as another in every respect (HBM
+bandwidth, every peak and measured matmul ceiling, every link's bandwidth, no link's latency
+higher) never gives a layout a longer step (the monotonicity the fuzz suite checks: more
+bandwidth or FLOP/s is never slower). So the step times of the faster variants searched before
+are lower bounds of this one's; the search evaluates the layouts with the lowest bounds first,
+and then only those whose bound can still beat the best score found; none that could be the
+best is skipped.
+
 The reuse checks itself: the memory the later search computes for the layouts it evaluates
-must equal the first search's, bit for bit; where it does not (a memory term that reads one
-of the fields assumed not to matter) the search is redone in full and `mismatches` counts it.
+must equal the first search's, bit for bit, and no step time it computes may fall below its
+bound; where either fails (a term that reads a field assumed not to matter, or a step time that
+is not monotone) the search is redone in full and `mismatches` counts it.
 """
 
 from __future__ import annotations
@@ -34,10 +43,35 @@ TIER_FIELDS = ("bandwidth", "latency")
 class SharedLayouts:
     """The candidates of one (model, chips, node, search space) and the memory of the valid ones."""
 
-    batch: LayoutBatch  # as `candidates` returned it
-    rejected: dict  # what `candidates` rejected
+    batch: LayoutBatch  # the candidates that passed every rule but memory and the chip's data types
+    rejected: dict  # what the rules rejected
     considered: int
+    dtypes: dict  # data type -> candidates of that type that passed the rules (the chip decides which it can train)
     memory: np.ndarray | None = None  # bytes per chip of each valid layout (after the schedule and dtype rules)
+
+
+MAX_BOUNDS = 8  # step-time arrays kept per entry (the variants searched last)
+
+
+def speeds(system) -> tuple:
+    """Every number of a variant that makes steps faster when larger (latencies negated)."""
+    chip = system.chip
+    return (chip.memory_bandwidth, *(v or 0.0 for _, v in sorted(chip.peak_flops.items())),
+            *(v or 0.0 for _, v in sorted(chip.mamf.items())),
+            *(t.bandwidth for t in system.tiers), *(-t.latency for t in system.tiers))
+
+
+def at_least_as_fast(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x >= y for x, y in zip(a, b))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Lower bounds of the step time of every valid layout on one variant (exact where it was evaluated)."""
+
+    speeds: tuple
+    calibration: str
+    step: np.ndarray
 
 
 @dataclass
@@ -49,6 +83,8 @@ class SearchShare:
     hits: int = 0
     misses: int = 0
     mismatches: int = 0
+    bounds: dict = field(default_factory=dict)  # key -> [Bound]
+    evaluated: int = 0  # layouts whose step time the searches computed
 
     def key(self, model, system, chips, space, allow_idle, software) -> str:
         chip = system.chip
@@ -72,8 +108,27 @@ class SearchShare:
         self.entries[key] = value
         self.entries.move_to_end(key)
         while len(self.entries) > self.capacity:
-            self.entries.popitem(last=False)
+            old, _ = self.entries.popitem(last=False)
+            self.bounds.pop(old, None)
 
     def forget(self, key: str) -> None:
         self.mismatches += 1
         self.entries.pop(key, None)
+        self.bounds.pop(key, None)
+
+    def bound(self, key: str, system, cal) -> np.ndarray | None:
+        """The tightest known lower bound of each valid layout's step time on `system`, or None."""
+        mine, tag = speeds(system), repr(cal)
+        refs = [b.step for b in self.bounds.get(key, []) if b.calibration == tag and at_least_as_fast(b.speeds, mine)]
+        if not refs:
+            return None
+        return np.maximum.reduce(refs) if len(refs) > 1 else refs[0]
+
+    def add_bound(self, key: str, system, cal, index, step, inherited, size: int) -> None:
+        """Remember this variant's step times (exact at `index`, the inherited bound elsewhere)."""
+        arr = np.zeros(size) if inherited is None else inherited.copy()
+        arr[index] = step
+        self.evaluated += int(np.size(index))
+        kept = self.bounds.setdefault(key, [])
+        kept.append(Bound(speeds(system), repr(cal), arr))
+        del kept[:-MAX_BOUNDS]

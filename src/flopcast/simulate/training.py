@@ -300,8 +300,9 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
     """Bytes per chip on the busiest stage: weights, gradients, optimizer states, activations, other."""
     model, lb, T, h = c.model, c.lb, c.x["T"], c.model.hidden
     tp, dp, ep, L = c.f["tp"], c.f["dp"], c.f["ep"], model.layers
+    w_bytes, g_bytes, o_bytes = memory.state_bytes_per_param(lb.dtype)
     weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, lb.sharding,
-                                               dtype_weight_bytes=np.where(lb.dtype <= Dtype.TF32, 4.0, 2.0))
+                                               dtype_weight_bytes=w_bytes, grad_bytes=g_bytes, optimizer_bytes=o_bytes)
     fp8 = c.x["fp8"]
 
     def act(rc):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..cost.params import total_params
 from ..errors import FlopcastError
-from ..plan.shared import SearchShare
+from ..plan.shared import SearchShare, speeds
 from ..units import fmt_duration
 from . import executors, hardware, table
 from .spec import Scenario, Sweep
@@ -26,7 +26,7 @@ from .spec import Scenario, Sweep
 TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 (Chinchilla): ~20 training tokens per parameter, as `train` assumes
 TASKS_PER_WORKER = 4  # groups are split so that each worker gets about this many tasks (load balance)
 MIN_GROUP = 8  # scenarios per task at least, where a group has them (the first search of a task is the full one)
-MAX_GROUP = 64  # scenarios per task at most
+MAX_GROUP = 256  # scenarios per task at most
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,9 @@ def evaluate(task: Task, forecast: Callable) -> list:
     """The rows of one task (runs in a worker): each scenario's forecast, or its error as a row."""
     shared = SearchShare()
     rows = []
-    for it in task.items:
+    # the fastest variants first: their step times bound the slower ones' (plan/shared.py)
+    items = sorted(task.items, key=lambda it: tuple(-x for x in speeds(it.system)) if it.system else ())
+    for it in items:
         s = it.scenario
         row = table.key_columns(s, it.system, it.resolved)
         if it.problem:
@@ -139,8 +141,9 @@ def tasks(sweep: Sweep, todo: list, resolve_model: Callable, workers: int) -> li
     size = max(MIN_GROUP, min(MAX_GROUP, math.ceil(len(todo) / max(1, workers * TASKS_PER_WORKER))))
     out = []
     for (ref, *_), items in groups.items():
-        for i in range(0, len(items), size):
-            out.append(Task(models[ref], tuple(items[i:i + size])))
+        chunk = math.ceil(len(items) / math.ceil(len(items) / size))  # even parts
+        for i in range(0, len(items), chunk):
+            out.append(Task(models[ref], tuple(items[i:i + chunk])))
     return out
 
 

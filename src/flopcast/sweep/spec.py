@@ -8,7 +8,7 @@
     what_if:                                # hardware variants: the product of the lists
       memory_bandwidth: [1x, 1.5x, 2x]
       peak_flops.bf16: [667 TFLOP/s, 1.3 PFLOP/s]
-    objective: throughput                   # or a list: throughput, cost, energy
+    objective: throughput                   # or a list: throughput, cost, energy, time_with_failures
 
 Every scenario is the product of one value of each list. The schema and every field's
 meaning are in docs/sweep.md.
@@ -23,16 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..catalog import files
 from ..errors import FlopcastError
 from ..model.strategy import LAYOUT_FIELDS
 from ..units import parse_count
 from . import hardware
 
 MAX_SCENARIOS = 1_000_000  # a bound on the grid a file may declare (the product of its lists)
-OBJECTIVES = ("throughput", "cost", "energy")
 
 
 class Range(BaseModel):
@@ -72,6 +71,7 @@ class Range(BaseModel):
 
 
 Scalar = Union[int, float, str]
+Objective = Literal["throughput", "cost", "energy", "time_with_failures"]
 Values = Union[Range, list[Scalar], Scalar]
 
 
@@ -88,8 +88,7 @@ class SweepFile(BaseModel):
     seq_len: list[int] | int | None = None
     layout: Union[dict[str, Any], list[dict[str, Any]]] = Field(default_factory=dict)
     what_if: dict[str, Values] = Field(default_factory=dict)
-    objective: Union[Literal["throughput", "cost", "energy"], list[Literal["throughput", "cost", "energy"]]] = \
-        "throughput"
+    objective: Union[Objective, list[Objective]] = "throughput"
     serving: Any = None
 
     @field_validator("models", "systems", mode="before")
@@ -171,14 +170,15 @@ def read(path) -> Sweep:
     p = Path(path).expanduser()
     if p.suffix.lower() not in (".yaml", ".yml"):
         raise FlopcastError(f"sweep file {path}: must be a YAML file (.yaml or .yml)")
+    if not p.exists():
+        raise FlopcastError(f"sweep file {path} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise FlopcastError(f"sweep file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise FlopcastError(" ".join(f"cannot read sweep file {path}: {exc}".split())) from None
-    if not isinstance(data, dict):
-        raise FlopcastError(f"sweep file {path}: must hold a mapping of fields (models, systems, chips, ...)")
+        data = files.read_file(p)  # the catalog's reader of user files: bounded size, nesting and aliases
+    except FlopcastError as exc:
+        if "must hold a mapping" in str(exc):
+            raise FlopcastError(f"sweep file {path}: must hold a mapping of fields (models, systems, chips, ...)") \
+                from None
+        raise FlopcastError(f"sweep file: {exc}") from None
     try:
         spec = SweepFile.model_validate(data)
         return expand(spec, str(p), base=p.parent)
@@ -228,7 +228,7 @@ def _path(ref: str, base: Path) -> str:
 
 def expand(spec: SweepFile, path: str, base: Path = Path(".")) -> Sweep:
     chips = [_count(c, "chips") for c in _values(spec.chips, "chips")]
-    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens")]
+    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens", _tokens)]
     seqs = [None if s is None else _count(s, "seq_len") for s in _values(spec.seq_len, "seq_len")]
     pin_sets = spec.layout if isinstance(spec.layout, list) else [spec.layout]
     pins = [tuple(sorted(p.items())) for p in pin_sets] or [()]

@@ -14,6 +14,7 @@ rounds). Nothing is tuned per row or per source.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import datetime as dt
 import os
 from dataclasses import dataclass, fields
@@ -22,7 +23,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..cost.efficiency import Calibration, FamilyEfficiency
+from ..cost.efficiency import (
+    MEMORY_CEILING,
+    Calibration,
+    FamilyEfficiency,
+    gemm_ceiling,
+)
 from ..errors import FlopcastError
 from ..model.system import Dtype
 from . import lockstep
@@ -35,7 +41,7 @@ FAMILY_PRIOR = {
     "gemm": (0.75, 0.2, 1.0, 0.3),
     "gemm_fp8": (0.55, 0.15, 1.0, 0.3),
     "attention": (0.5, 0.1, 1.0, 0.5),
-    "memory": (0.8, 0.2, 1.0, 0.3),
+    "memory": (0.8, 0.2, MEMORY_CEILING, 0.3),
 }
 # A family whose kernels were benchmarked takes that fraction of its peak as its prior: FlashAttention-2
 # forward + backward reaches 50-73% of A100's peak (the generic 0.5 above) but only up to 335 TFLOP/s on
@@ -89,6 +95,19 @@ def _prior(family: str, key: str) -> float:
     return FAMILY_PRIOR[key][0]
 
 
+def _ceiling(family: str, key: str, hi: float) -> float:
+    """A family parameter's upper bound: for GEMMs the largest measured MAMF fraction among the family's
+    catalogued chips (no chip is lent more than its ceiling anyway: efficiency.bounded), else hi."""
+    if key not in ("gemm", "gemm_fp8", "attention"):
+        return hi
+    from .. import catalog
+
+    ceilings = [gemm_ceiling(catalog.load_chip(cid), key) for cid, d in catalog.raw("chip").items()
+                if d.get("family", cid) == family and d.get("mamf")]
+    ceilings = [c for c in ceilings if c]
+    return min(hi, max(ceilings)) if ceilings else hi
+
+
 def _parameters(cases: list[vt.Case]) -> list[_Param]:
     fams = sorted({c.system.chip.family for c in cases})
     fp8 = {c.system.chip.family for c in cases if Dtype.FP8 in (c.space.dtype or ())
@@ -98,7 +117,8 @@ def _parameters(cases: list[vt.Case]) -> list[_Param]:
         for k, (p, lo, hi, w) in FAMILY_PRIOR.items():
             if k == "gemm_fp8" and f not in fp8:
                 continue
-            out.append(_Param(k, f, _prior(f, k), lo, hi, w))
+            top = _ceiling(f, k, hi)
+            out.append(_Param(k, f, min(_prior(f, k), top), lo, top, w))
     for k, (p, lo, hi, w) in GLOBAL_PRIOR.items():
         out.append(_Param(k, None, p, lo, hi, w))
     return out
@@ -121,6 +141,7 @@ def _calibration(params: list[_Param], x: np.ndarray, base: Calibration | None =
     for f, vals in fam_vals.items():
         if "gemm_fp8" not in vals:
             vals["gemm_fp8"] = vals["gemm"] * fp8_ratio
+        vals["attention"] = min(vals["attention"], vals["gemm"])  # what efficiency.bounded lets a chip use
         fams[f] = FamilyEfficiency(**vals)
     from .. import catalog
 
@@ -175,19 +196,40 @@ def _problem(params: list[_Param], fold_params: list[_Param], rows, start: np.nd
         lo=np.log([max(p.lo, 1e-9) for p in params]), hi=np.log([p.hi for p in params]))
 
 
-def _solve(params, problems, cases, layouts, progress=None) -> list[lockstep.Solution]:
+def _chunk_residuals(args) -> np.ndarray:
+    """One worker's rows of _log_ratio_columns (top-level, so a process pool can run it)."""
+    return _log_ratio_columns(*args)
+
+
+@contextlib.contextmanager
+def _row_evaluator(params, cases, layouts, workers: int | None):
+    """A function (theta, active) -> log-ratio residuals (N, K) that spreads the rows over a process pool:
+    every pass of the solver evaluates all rows, so splitting the rows (not the folds) divides each pass."""
+    n = max(1, min(workers or os.cpu_count() or 1, len(cases)))
+    if n == 1:
+        yield lambda theta, active: _log_ratio_columns(params, cases, layouts, theta, active)
+        return
+    chunks = [np.arange(i, len(cases), n) for i in range(n)]  # interleaved: rows of one source spread out
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n) as pool:
+        def run(theta, active):
+            jobs = [(params, [cases[i] for i in ch], [layouts[i] for i in ch], theta, active) for ch in chunks]
+            out = np.empty((len(cases), theta.shape[1]))
+            for ch, part in zip(chunks, pool.map(_chunk_residuals, jobs)):
+                out[ch] = part
+            return out
+        yield run
+
+
+def _solve(params, problems, cases, layouts, progress=None, workers: int | None = None) -> list[lockstep.Solution]:
     """Solve the problems together: each pass evaluates every row once for all their columns."""
     freed = np.zeros((len(problems), len(params)), dtype=bool)
     for i, p in enumerate(problems):
         freed[i, p.free] = True
-
-    def residuals(theta, owners):
-        return _log_ratio_columns(params, cases, layouts, theta, freed[owners].T)
-
-    return lockstep.solve(problems, residuals, progress)
+    with _row_evaluator(params, cases, layouts, workers) as evaluate:
+        return lockstep.solve(problems, lambda theta, owners: evaluate(theta, freed[owners].T), progress)
 
 
-def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibration, dict]:
+def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | None = None) -> tuple[Calibration, dict]:
     """Fit the parameters on cases with a measurement. Returns (calibration, fit info)."""
     cases = [c for c in cases if c.measured]
     if not cases:
@@ -197,8 +239,8 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibrati
     cal = _calibration(params, x)
     used: list[vt.Case] = []
     for _ in range(rounds):
-        used, layouts = _layouts(cases, cal)
-        sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts)[0]
+        used, layouts = _layouts(cases, cal, workers)
+        sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts, workers=workers)[0]
         x = np.exp(sol.u)
         cal = _calibration(params, x)
         if progress:
@@ -208,15 +250,31 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None) -> tuple[Calibrati
     return cal, info
 
 
-def _layouts(cases, cal) -> tuple[list[vt.Case], list]:
+def parallel_map(fn, items, workers: int | None = None) -> list:
+    """[fn(x) for x in items] on the sweep's local executor (a process pool of `workers`, the CPU count by
+    default; 1: here), in the items' order; a task's error is raised here, as the serial loop would."""
+    from ..sweep import executors
+
+    items = list(items)
+    n = max(1, min(workers or executors.default_workers(), len(items) or 1))
+    out: list = [None] * len(items)
+    for o in executors.run(items, fn, workers=n, batch=max(1, len(items) // (4 * n))):
+        if not o.ok:
+            raise FlopcastError(o.error)
+        out[o.index] = o.value
+    return out
+
+
+def _search(args):
+    case, cal = args
+    return vt.best_layout(case, cal)[0]
+
+
+def _layouts(cases, cal, workers: int | None = None) -> tuple[list[vt.Case], list]:
     """The cases whose search found a layout with calibration cal, and those layouts."""
-    used, layouts = [], []
-    for c in cases:
-        lay, _ = vt.best_layout(c, cal)
-        if lay is not None:
-            used.append(c)
-            layouts.append(lay)
-    return used, layouts
+    found = parallel_map(_search, [(c, cal) for c in cases], workers)
+    used = [(c, lay) for c, lay in zip(cases, found) if lay is not None]
+    return [c for c, _ in used], [lay for _, lay in used]
 
 
 def provenance(path, cases, info) -> dict:
@@ -227,7 +285,7 @@ def provenance(path, cases, info) -> dict:
             per_chip[c.system.chip.id] = per_chip.get(c.system.chip.id, 0) + 1
             per_family.setdefault(c.system.chip.family, set()).add(c.system.chip.id)
     return {
-        "data_file": Path(path).name,
+        "data_file": " + ".join(Path(p).name for p in (path if isinstance(path, (list, tuple)) else [path])),
         "rows": info["rows_used"],
         "n_rows": info["n_rows"],
         "date": dt.date.today().isoformat(),
@@ -255,27 +313,6 @@ def write(cal: Calibration, prov: dict, out: Path) -> None:
     out.write_text(header + yaml.safe_dump(calibration_dict(cal, prov), sort_keys=False))
 
 
-def _solve_group(args) -> list[lockstep.Solution]:
-    """One worker's share of the folds (a top-level function, so a process pool can run it)."""
-    params, problems, cases, layouts = args
-    return _solve(params, problems, cases, layouts)
-
-
-def _solve_folds(params, problems, cases, layouts, workers: int | None = None) -> list[lockstep.Solution]:
-    """The folds split over a process pool (one lockstep group per worker), in the problems' order."""
-    workers = max(1, min(workers or os.cpu_count() or 1, len(problems)))
-    if workers == 1:
-        return _solve(params, problems, cases, layouts)
-    groups = [list(range(i, len(problems), workers)) for i in range(workers)]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        parts = list(pool.map(_solve_group, [(params, [problems[i] for i in g], cases, layouts) for g in groups]))
-    out: list = [None] * len(problems)
-    for g, sols in zip(groups, parts):
-        for i, sol in zip(g, sols):
-            out[i] = sol
-    return out
-
-
 def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     """Leave-one-source-out fits, all solved together: {source: (calibration, info)}.
 
@@ -284,14 +321,14 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     those layouts do not depend on the data, so they are searched once for all folds."""
     cases = [c for c in cases if c.measured]
     params = _parameters(cases)
-    used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])))
+    used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])), workers)
     sources = sorted({c.source for c in cases})
     problems, fold_params = [], []
     for src in sources:
         train = [i for i, c in enumerate(used) if c.source != src]
         fold_params.append(_parameters([used[i] for i in train]) if train else [])
         problems.append(_problem(params, fold_params[-1], train))
-    sols = _solve_folds(params, problems, used, layouts, workers)
+    sols = _solve(params, problems, used, layouts, workers=workers)
     out = {}
     for src, fp, prob, sol in zip(sources, fold_params, problems, sols):
         cal = _calibration(fp, np.exp(sol.u[prob.free])) if fp else Calibration()
@@ -301,26 +338,27 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     return out
 
 
+def _held_out(args) -> vt.RowResult:
+    """One row predicted by the fold that left its source out."""
+    c, cal = args
+    lay, why = vt.best_layout(c, cal)
+    if lay is None:
+        return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
+                            measured=c.measured)
+    return vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why, lay.as_dict(),
+                        c.chosen, vt.predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense", c.assumed)
+
+
 def cross_validate(path, progress=None, workers: int | None = None) -> dict:
     """Leave-one-source-out: refit without each source, predict it. The honest error on unseen runs."""
     cases, skipped = vt.load_cases(path)
     cases = [c for c in cases if c.measured]
     fits = fold_fits(cases, workers)
-    rows, folds = [], {}
-    for src in sorted({c.source for c in cases}):
-        cal, _ = fits[src]
-        folds[src] = {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
-        for c in (c for c in cases if c.source == src):
-            lay, why = vt.best_layout(c, cal)
-            if lay is None:
-                rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "skipped", why,
-                                         measured=c.measured))
-                continue
-            rows.append(vt.RowResult(c.run_id, c.source, c.model.name, c.system.chip.id, c.chips, "ok", why,
-                                     lay.as_dict(), c.chosen, vt.predict(c, lay, cal), c.measured,
-                                     "moe" if c.model.moe else "dense"))
-        if progress:
-            progress(1)
+    folds = {src: {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
+             for src, (cal, _) in fits.items()}
+    rows = parallel_map(_held_out, [(c, fits[c.source][0]) for c in cases], workers)
+    if progress:
+        progress(len(fits))
     rows.extend(vt.skipped_rows(skipped))
     # the parameters each fold fitted: a parameter that moves far when one source is left out is identified
     # by that source alone (a missing structural term, or one parameter standing for two effects)

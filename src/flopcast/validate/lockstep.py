@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 STEP = 1e-3  # finite-difference step in log space (0.1% of the parameter)
-FTOL = 1e-6  # stop when an accepted step lowers the cost by less than this fraction
+FTOL = 1e-4  # stop when an accepted step lowers the cost by less than this fraction
 XTOL = 1e-5  # stop when the step moves no parameter by more than this (log space)
 MAX_PASSES = 60
 

@@ -9,32 +9,59 @@ would). The measured column is read only to compare, and by the fit.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
-import math
 import re
 import statistics
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from .. import catalog
 from ..cost.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import (ERA_2021_SOFTWARE, MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule,
-                              Sharding, Software, parse_choice)
+from ..model.strategy import (
+    ERA_2021_SOFTWARE,
+    MODERN_SOFTWARE,
+    Layout,
+    LayoutBatch,
+    Recompute,
+    Schedule,
+    Sharding,
+    Software,
+    parse_choice,
+)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..plan import search as search_mod
 from ..simulate import training
+from . import measured
+from .architecture import (  # noqa: F401
+    DEFAULT_SEQ_LEN,
+    DEFAULT_VOCAB,
+    model_and_assumptions,
+    model_of,
+)
+from .rows import (  # noqa: F401
+    COUNT_COLUMNS,
+    MEASURED,
+    REQUIRED,
+    SHIPPED,
+    TEXT_REQUIRED,
+    VALIDATION_DIR,
+    _float,
+    _int,
+    _read_all,
+    _safe_float,
+    check_columns,
+    check_row,
+    parse_number,
+    read_rows,
+    read_table,
+    require_rows,
+    resolve_files,
+)
 
-REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
-            "global_batch", "dtype", "measured_tokens_per_s_per_chip")
 LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
-MEASURED = "measured_tokens_per_s_per_chip"
-
 # Sequence parallelism and selective recomputation (Korthikanti et al. 2022, arXiv:2205.05198, 10 May 2022)
 # and FlashAttention (Dao et al. 2022, arXiv:2205.14135, 27 May 2022) appeared in May 2022, context
 # parallelism later still. A run whose source is dated before that could not use them: its blank cells are
@@ -45,23 +72,40 @@ SOFTWARE_CUTOFF = dt.date(2022, 5, 10)
 # released 24 October 2024 (release notes, "Uneven pipeline parallelism"). Before it, layers were split evenly.
 UNEVEN_PIPELINE_SINCE = dt.date(2024, 10, 24)
 EVEN_PIPELINE_SOFTWARE = replace(MODERN_SOFTWARE, uneven_pipeline_split=False)
+# FP8 training: the FP8 formats were published on 12 September 2022 (Micikevicius et al., "FP8 Formats for Deep
+# Learning", arXiv:2209.05433) with Transformer Engine 0.1.0 (beta) for H100. A blank dtype of a run whose source
+# is dated before it is searched in 16-bit formats only.
+FP8_TRAINING_SINCE = dt.date(2022, 9, 12)
 # A year, optionally -MM and -DD, not inside a longer number or a hexadecimal commit hash.
 _DATE = re.compile(r"(?<![0-9a-fA-F])(19\d\d|20\d\d)(?:-(\d\d))?(?:-(\d\d))?(?![0-9])")
 
 
+# The date a locator states for its source, as more_training_runs.csv writes it: "[source date: 2023-06 ...]".
+_SOURCE_DATE = re.compile(r"\[source date:([^\]]*)\]", re.IGNORECASE)
+
+
+def _first_date(text: str) -> dt.date | None:
+    m = _DATE.search(text or "")
+    if not m:
+        return None
+    y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    try:
+        return dt.date(y, mo, d)
+    except ValueError:
+        return dt.date(y, 1, 1)
+
+
 def source_date(row: dict) -> dt.date | None:
-    """The date a row's source states: the first date in its source id, else in its locator.
+    """The date a row's source states: its `date` column, else the locator's `[source date: ...]`, else the first
+    date in its source id, else in its locator.
 
     A bare year or year-month is taken at its first day: the software a source describes is no newer
-    than the source, and a run precedes its write-up. None when neither cell holds a date."""
-    for cell in ("source", "source_locator"):
-        m = _DATE.search(row.get(cell) or "")
-        if m:
-            y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
-            try:
-                return dt.date(y, mo, d)
-            except ValueError:
-                return dt.date(y, 1, 1)
+    than the source, and a run precedes its write-up. None when no cell holds a date."""
+    stated = _SOURCE_DATE.search(row.get("source_locator") or "")
+    for text in (row.get("date"), stated.group(1) if stated else "", row.get("source"), row.get("source_locator")):
+        d = _first_date(text or "")
+        if d is not None:
+            return d
     return None
 
 
@@ -88,6 +132,7 @@ class Case:
     chosen: tuple  # layout fields the row left blank
     measured: float | None
     software: Software = MODERN_SOFTWARE
+    assumed: tuple = ()  # sentences: what flopcast filled in for cells the row left blank
 
 
 @dataclass(frozen=True)
@@ -99,187 +144,6 @@ class Skipped:
     measured: float | None = None
     model: str = ""
     chips: int = 0
-
-
-def read_table(path: str | Path) -> tuple[list[str], list[dict]]:
-    """(header, rows) of a CSV: header names stripped, short rows padded with "", rows of blank cells dropped.
-
-    One-line FlopcastErrors for a missing, unreadable or empty file (shared by the serving reader)."""
-    path = Path(path)
-    if not path.exists():
-        raise FlopcastError(f"file {path} does not exist")
-    if path.is_dir():
-        raise FlopcastError(f"{path} is a folder, not a CSV file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a spreadsheet's byte-order mark is not a column name
-    except UnicodeDecodeError:
-        raise FlopcastError(f"{path} is not a UTF-8 text CSV") from None
-    except OSError as exc:
-        raise FlopcastError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise FlopcastError(f"{path} is empty")
-    try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        header = [(h or "").strip() for h in reader.fieldnames or []]
-        reader.fieldnames = header
-        rows = []
-        for row in reader:
-            row = {k: ("" if v is None else v) for k, v in row.items() if k is not None}
-            if any(v.strip() for v in row.values()):
-                rows.append(row)
-    except csv.Error as exc:
-        raise FlopcastError(f"{path} is not a readable CSV: {exc}") from None
-    return header, rows
-
-
-def read_rows(path: str | Path) -> tuple[list[str], list[dict]]:
-    return read_table(path)
-
-
-def require_rows(rows, path) -> None:
-    if not rows:
-        raise FlopcastError(f"{path} has no rows (only a header)")
-
-
-def check_columns(header, path, required=REQUIRED):
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise FlopcastError(f"{path} lacks column(s) {', '.join(missing)}; the training schema needs "
-                            f"{', '.join(required)} (see validation/README.md)")
-
-
-def _int(v):
-    v = (v or "").strip()
-    return int(float(v)) if v else None
-
-
-def _float(v):
-    v = (v or "").strip()
-    return float(v) if v else None
-
-
-def parse_number(col: str, value, whole: bool = False, minimum: float | None = None) -> float | int | None:
-    """A cell as a number, None when blank; FlopcastError naming the column and value otherwise.
-
-    whole: a count (int; 8.0 is read as 8, 8.5 is refused); minimum: the least value allowed."""
-    s = (value or "").strip()
-    if not s:
-        return None
-    try:
-        v = float(s)
-    except ValueError:
-        raise FlopcastError(f"{col} {s!r} is not a number") from None
-    if not math.isfinite(v):
-        raise FlopcastError(f"{col} {s!r} is not a finite number")
-    if whole:
-        if v != int(v):
-            raise FlopcastError(f"{col} {s!r} is not a whole number")
-        v = int(v)
-    if minimum is not None and v < minimum:
-        what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
-        raise FlopcastError(f"{col} must be {what}, got {s}")
-    return v
-
-
-def _safe_float(v) -> float | None:
-    """The measured cell of a skipped row, for the listing only: None unless a finite number."""
-    try:
-        x = float((v or "").strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-# count columns and the least value each may take (moe_*: 0 or blank is a dense model)
-COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
-                                "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
-COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
-# optional architecture columns (validation/README.md): MoE placement, multi-token prediction, MLA's latent
-ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
-                "mla_kv_lora_rank": 1}
-COUNT_COLUMNS.update(ARCH_COLUMNS)
-TEXT_REQUIRED = ("model", "hardware", "dtype")
-
-
-def check_row(row: dict) -> float:
-    """Every numeric cell of a training row readable and possible; the measured figure (> 0) returned.
-
-    FlopcastError (the row's skip reason) naming the first bad cell: not a number, not a whole count,
-    a count below 1, a blank required cell, or a measured figure that is blank, zero, negative or not finite."""
-    for col in TEXT_REQUIRED:
-        if not (row.get(col) or "").strip():
-            raise FlopcastError(f"{col} is blank")
-    if not (row.get("chips") or "").strip():
-        raise FlopcastError("chips is blank")
-    for col, least in COUNT_COLUMNS.items():
-        parse_number(col, row.get(col), whole=True, minimum=least)
-    parse_number("params_b", row.get("params_b"))
-    m = parse_number(MEASURED, row.get(MEASURED))
-    if m is None:
-        raise FlopcastError(f"{MEASURED} is blank: nothing to compare with")
-    if m <= 0:
-        raise FlopcastError(f"{MEASURED} must be positive, got {row[MEASURED].strip()}")
-    return m
-
-
-def _catalog_model(row: dict) -> Model | None:
-    """The catalog entry named like the row whose dimensions agree with the row's stated ones."""
-    name = row["model"].strip().lower()
-    key = catalog.resolve_name("model", name)
-    candidates = [key] if key else []
-    # an alias may be shared by entries of different sources: check every entry naming it
-    for k, e in catalog.raw("model").items():
-        if name in [str(a).lower() for a in e.get("aliases") or []] and k not in candidates:
-            candidates.append(k)
-    for k in candidates:
-        m = catalog.load_model(k)
-        dims = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads}
-        if all(_int(row.get(d)) in (None, v) for d, v in dims.items()):
-            return m
-    return None
-
-
-_MOE_ARCH = {"moe_shared_experts": "shared_experts", "moe_dense_layers": "dense_layers", "moe_layer_freq": "layer_freq"}
-
-
-def model_of(row: dict) -> Model:
-    base = _catalog_model(row)
-    d = {}
-    for key in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len"):
-        v = _int(row.get(key))
-        if v is not None:
-            d[key] = v
-    if row.get("mlp"):
-        d["mlp"] = row["mlp"].strip().lower()
-    e = _int(row.get("moe_experts"))
-    if e:
-        d["moe"] = {"experts": e, "topk": _int(row.get("moe_topk")) or 1, "expert_ffn": _int(row.get("moe_expert_ffn"))}
-    arch = {k: _int(row.get(k)) for k in ARCH_COLUMNS if _int(row.get(k)) is not None}
-    if base is not None:
-        m = base
-        upd = {k: v for k, v in d.items() if k not in ("mlp", "moe")}
-        if "ffn_hidden" in upd and base.moe and base.moe.dense_layers == 0:
-            upd.pop("ffn_hidden")
-        if "mtp_layers" in arch:
-            upd["mtp_layers"] = arch["mtp_layers"]
-        if base.moe and any(k.startswith("moe_") for k in arch):
-            upd["moe"] = replace(base.moe, **{f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
-        if "mla_kv_lora_rank" in arch:
-            if not base.mla:
-                raise FlopcastError(f"mla_kv_lora_rank is set but {base.label} has no multi-head latent attention")
-            upd["mla"] = replace(base.mla, kv_lora_rank=arch["mla_kv_lora_rank"])
-        return replace(m, **upd)
-    if "mla_kv_lora_rank" in arch:
-        raise FlopcastError("mla_kv_lora_rank needs a catalog model with MLA (the other latent widths come from it)")
-    if "moe" in d:
-        d["moe"].update({f: arch[c] for c, f in _MOE_ARCH.items() if c in arch})
-    if "mtp_layers" in arch:
-        d["mtp_layers"] = arch["mtp_layers"]
-    missing = [k for k in ("vocab",) if k not in d]
-    if missing:
-        raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(missing)}")
-    d.setdefault("kv_heads", d["heads"])
-    return catalog.model_from_dict(row["model"], d)
 
 
 # A node's scale-out network as a source states it, e.g. "A100 80GB (1600 Gbps RoCE) section": the
@@ -300,14 +164,32 @@ def stated_network(row: dict, system: System) -> System:
                    name=f"{system.name}, scale-out {m.group(0)} per node as the source states")
 
 
+def dtypes_of(row: dict, system: System) -> tuple:
+    """The row's dtype, or when blank the formats a tuned run could have trained in: BF16, and FP8 where the
+    chip's FP8 peak exceeds its BF16 peak (FP8 units) and the source is not dated before FP8 training existed."""
+    text = (row.get("dtype") or "").strip()
+    if text:
+        return (Dtype.parse(text),)
+    chip = system.chip
+    out = [Dtype.BF16]
+    d = source_date(row)
+    if chip.peak_flops.get(Dtype.FP8, 0) > chip.peak_flops.get(Dtype.BF16, 0) and (d is None or d >= FP8_TRAINING_SINCE):
+        out.append(Dtype.FP8)
+    return tuple(out)
+
+
 def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     run = row.get("run_id", "?")
     check_row(row)
-    model = model_of(row)
+    model, assumed = model_and_assumptions(row)
+    stated_dtype = Dtype.parse(row["dtype"]) if (row.get("dtype") or "").strip() else None
     system = stated_network(row, catalog.system_for(row["hardware"].strip()))
     chips = _int(row["chips"])
     if not chips:
         raise FlopcastError("chips is blank")
+    value, how = measured.tokens_per_s_per_chip(row, model, system.chip, stated_dtype)
+    if how != measured.TOKENS:
+        assumed = (*assumed, f"measured figure converted: {how} = {value:,.1f} tokens/s/chip")
     pinned = {}
     for cell in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"):
         v = _int(row.get(cell))
@@ -317,7 +199,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         v = (row.get(cell) or "").strip()
         if v:
             pinned[cell] = (parse_choice(cls, v, cell),)
-    pinned["dtype"] = (Dtype.parse(row["dtype"]),)
+    pinned["dtype"] = dtypes_of(row, system)
     if not model.moe:
         pinned.setdefault("ep", (1,))
     software = software_of(row)
@@ -353,16 +235,17 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if "cp" not in pinned and all(d in pinned for d in ("tp", "pp", "dp")):
         pinned["cp"] = (1,)
     chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute",
-                               "sharding", "sequence_parallel", "schedule") if k not in pinned or len(pinned[k]) > 1)
+                               "sharding", "sequence_parallel", "schedule", "dtype")
+                   if k not in pinned or len(pinned[k]) > 1)
     space = search_mod.SearchSpace(**pinned)
-    return Case(run, row.get("source", ""), model, system, chips, space, chosen, _float(row.get(MEASURED)), software)
+    return Case(run, row.get("source", ""), model, system, chips, space, chosen, value, software, assumed)
 
 
 def load_cases(path) -> tuple[list[Case], list[Skipped]]:
-    """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip)."""
-    header, rows = read_table(path)
-    check_columns(header, path)
-    require_rows(rows, path)
+    """Every row as a Case, or as a Skipped with the reason (an unreadable or impossible cell, an unknown chip).
+
+    path: a CSV, a list of CSVs read as one table, or a short name of a shipped file (resolve_files)."""
+    rows = _read_all(path)
     cases, skipped = [], []
     for row in rows:
         try:
@@ -375,7 +258,6 @@ def load_cases(path) -> tuple[list[Case], list[Skipped]]:
             skipped.append(Skipped(row.get("run_id") or "?", row.get("source", ""), row.get("hardware", ""), str(exc),
                                    _safe_float(row.get(MEASURED)), row.get("model", ""), chips))
     return cases, skipped
-
 
 def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
     """The stated layout completed by the search; (None, reason) when nothing valid fits."""
@@ -416,6 +298,7 @@ class RowResult:
     predicted: float | None = None
     measured: float | None = None
     kind: str = ""  # "dense" or "moe" (the simulated model's architecture); blank for skipped rows
+    assumed: tuple = ()  # what flopcast filled in for cells the row left blank, and how the figure was converted
 
     @property
     def error_pct(self) -> float | None:
@@ -429,7 +312,7 @@ class RowResult:
             "chips": self.chips, "status": self.status, "reason": self.reason,
             "predicted_tokens_per_s_per_chip": self.predicted, "measured_tokens_per_s_per_chip": self.measured,
             "error_pct": self.error_pct, "layout": self.layout, "chosen_fields": list(self.chosen),
-            "kind": self.kind,
+            "kind": self.kind, "family": family_of(self.hardware), "assumed": list(self.assumed),
         }
 
 
@@ -443,7 +326,7 @@ def run_validation(path, cal: Calibration, progress=None) -> list[RowResult]:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "skipped", why, measured=c.measured))
         else:
             out.append(RowResult(c.run_id, c.source, c.model.name, hw, c.chips, "ok", why, lay.as_dict(), c.chosen,
-                                 predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense"))
+                                 predict(c, lay, cal), c.measured, "moe" if c.model.moe else "dense", c.assumed))
         if progress:
             progress(1)
     return out + skipped_rows(skipped)
@@ -463,8 +346,9 @@ def summarize(rows: list[RowResult]) -> dict:
         return {"n": len(e), "mape_pct": float(np.mean(np.abs(e))) if e else None,
                 "bias_pct": float(np.mean(e)) if e else None}
 
-    by_source, by_hw, by_kind = {}, {}, {}
-    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw), (lambda r: r.kind, by_kind)):
+    by_source, by_hw, by_family, by_kind = {}, {}, {}, {}
+    for key, target in ((lambda r: r.source, by_source), (lambda r: r.hardware, by_hw),
+                        (lambda r: family_of(r.hardware), by_family), (lambda r: r.kind, by_kind)):
         for k in sorted({key(r) for r in ok}):
             target[k] = stats([r for r in ok if key(r) == k])
     worst = sorted(ok, key=lambda r: -abs(r.error_pct))[:5]
@@ -477,5 +361,14 @@ def summarize(rows: list[RowResult]) -> dict:
         "worst": [{"run_id": r.run_id, "model": r.model, "hardware": r.hardware, "error_pct": r.error_pct} for r in worst],
         "by_source": by_source,
         "by_hardware": by_hw,
+        "by_family": by_family,
         "by_kind": by_kind,  # dense and MoE models apart
     }
+
+
+def family_of(chip_id: str) -> str:
+    """The catalog family of a chip id ("" for an id the catalog does not know)."""
+    try:
+        return catalog.load_chip(chip_id).family
+    except (FlopcastError, KeyError, ValueError):
+        return ""

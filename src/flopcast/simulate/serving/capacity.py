@@ -19,16 +19,18 @@ SPAN_HORIZONS = 4.0
 
 def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
                   output_tokens="128", seed: int = 0, attainment: float = 0.9, iterations: int = 12,
-                  max_requests: int = 50_000):
+                  max_requests: int = 50_000, start_qps: float = 0.5,
+                  span_horizons: float = SPAN_HORIZONS):
     """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
 
     Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica
     cannot sustain may still meet lenient SLOs (its burst drains before the targets expire), so each
     run lasts at least SPAN_HORIZONS x (TTFT target + median output x TPOT target) of arrivals, up to
     `max_requests`: a sustained overload then builds a backlog that breaks the TTFT target.
-    Returns (qps, result at that qps); (0, None) when no rate meets the SLOs."""
+    `span_horizons` replaces SPAN_HORIZONS (a longer run exposes a slow backlog). `start_qps`: the first rate tried (doubled while it meets the SLOs); an upper bound from the roofline
+    (plan/deploy.py) saves the doubling. Returns (qps, result at that qps); (0, None) when no rate meets the SLOs."""
     out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
-    horizon = SPAN_HORIZONS * (config.slo_ttft_s + out_median * config.slo_tpot_s)
+    horizon = span_horizons * (config.slo_ttft_s + out_median * config.slo_tpot_s)
 
     def run(q):
         rng = np.random.default_rng(seed)
@@ -38,7 +40,7 @@ def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 4
 
     cost = IterationCost.of(d, max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED
                                    else config.max_batched_tokens, config.max_seqs) + 1)
-    lo, hi = 0.0, 0.5
+    lo, hi = 0.0, float(start_qps)
     best = None
     r = run(hi)
     while r.slo_attainment >= attainment and hi < 1e6:

@@ -1,0 +1,111 @@
+"""deploy: the cheapest way to serve a model on each system at the SLOs (plan/deploy.py searches)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import catalog
+from ..catalog import calibrations
+from ..cost import inference as inf
+from ..errors import FlopcastError
+from ..frame import Tabular, flatten
+from ..model.workload import Model
+from ..plan import deploy as D
+from ..plan import forecast
+from ..simulate import serving as S
+from . import args
+from .args import python_errors
+from .serving import config
+
+
+def _point(p) -> dict | None:
+    return None if p is None else p.to_dict()
+
+
+def outcome_dict(o: D.DeployOutcome) -> dict:
+    """One system's search as JSON: the best deployment, the one-replica baseline, the Pareto front."""
+    best, base = o.best, o.baseline
+    saving = None
+    if best and base and best.cost_per_million_output_tokens_usd and base.cost_per_million_output_tokens_usd:
+        saving = 1.0 - best.cost_per_million_output_tokens_usd / base.cost_per_million_output_tokens_usd
+    return {"system": o.system.id, "chips_per_instance": o.system.chips_per_node,
+            "price_per_hour_usd": o.system.price_per_hour, "ranked_by": (
+                "cost_per_million_output_tokens_usd" if o.system.price_per_hour is not None
+                else "chip_hours_per_million_output_tokens"),
+            "best": _point(best), "baseline_one_replica_per_instance": _point(base),
+            "cost_saving_vs_baseline": saving, "pareto": [p.to_dict() for p in o.pareto],
+            "verified_instance": None if o.verified is None else {
+                "replicas": o.best.candidate.replicas_per_instance, "qps": o.best.qps,
+                "slo_attainment": o.verified.slo_attainment, "ttft_s": o.verified.ttft_s, "tpot_s": o.verified.tpot_s,
+                "requests": o.verified.requests},
+            "simulated": [p.to_dict() for p in o.simulated], "candidates": o.considered,
+            "pruned": dict(o.pruned), "error": o.reason or None}
+
+
+@dataclass(frozen=True)
+class DeployResult(Tabular):
+    """The deployment search on each system: {system id: plan.deploy.DeployOutcome}."""
+
+    model: Model
+    config: S.ServingConfig
+    input_tokens: str
+    output_tokens: str
+    qps: float | None
+    systems: dict
+
+    def to_dict(self) -> dict:
+        cfg = self.config
+        return {"workload": "deploy", "model": self.model.label, "slo_ttft_s": cfg.slo_ttft_s,
+                "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "qps": self.qps,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "systems": {k: outcome_dict(v) for k, v in self.systems.items()}}
+
+    def rows(self) -> list[dict]:
+        out = []
+        for sid, o in self.systems.items():
+            best = o.best
+            for p in o.simulated:
+                out.append({"system": sid, "best": p is best, "pareto": p in o.pareto, **flatten(p.to_dict())})
+        return out
+
+
+def _formats(text, what, check):
+    if text is None:
+        return None
+    names = args.names(text, what) if isinstance(text, str) else list(text)
+    for n in names:
+        check(n)
+    return tuple(names)
+
+
+@python_errors
+def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None = None, input_tokens="512",
+           output_tokens="128", weights=None, kv_dtype=None, requests: int = 300, seed: int = 0,
+           calibration=None, progress=None) -> DeployResult:
+    """For each system of `hardware`, search replicas x TP x weight/KV format x max batch, prune with the
+    roofline, simulate the candidates worth it, and rank by cost per million output tokens at the SLOs.
+    `calibration`: a serving calibration file `calibrate` wrote, instead of the shipped one.
+
+    >>> r = flopcast.deploy("llama3-8b", "p5.48xlarge", weights="bf16", kv_dtype="bf16")
+    >>> r.systems["p5.48xlarge"].best.candidate.replicas_per_instance > 1
+    True
+    """
+    if qps is not None and not qps > 0:
+        raise FlopcastError(f"`qps` must be a positive request rate, got {qps}")
+    if requests < 10:
+        raise FlopcastError(f"`requests` must be at least 10, got {requests}")
+    ws = _formats(weights, "weights", inf.weight_format)
+    kvs = _formats(kv_dtype, "kv_dtype", inf.kv_element_bytes)
+    m = model if isinstance(model, Model) else catalog.load_model(model)
+    systems = [forecast.resolve_system(h) for h in
+               (args.names(hardware, "hardware") if isinstance(hardware, (str, list, tuple)) else [hardware])]
+    cfg = config(slo_ttft=slo_ttft, slo_tpot=slo_tpot)
+    table = calibrations.serving(calibration)
+    out = {}
+    for s in systems:
+        if progress is not None:
+            progress.note(f"deploying {m.label} on {s.id}")
+        out[s.id] = D.deploy(m, s, cfg, input_tokens=input_tokens, output_tokens=output_tokens, qps=qps,
+                             weights=ws, kv_dtypes=kvs, requests=requests, seed=seed, progress=progress,
+                             inference_calibration=table)
+    return DeployResult(m, cfg, input_tokens, output_tokens, qps, out)

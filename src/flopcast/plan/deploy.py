@@ -1,0 +1,359 @@
+"""Deployment search: how to serve a model on a system at the SLOs for the least cost per token.
+
+Per system the candidates are tensor-parallel degree x weight format x KV-cache format x max batch
+(vLLM's max_num_seqs), each replicated over the instance's chips (replicas per instance = chips per
+instance // tp; a replica larger than an instance spans whole instances). Every candidate gets a
+roofline bound first (cost/inference): it must fit and meet both SLOs alone, and its capacity is at most
+
+    q_max = 1 / (t_prefill(I) + O x t_decode(b) / b),  b = the largest batch with t_decode(b) <= SLO_tpot
+
+(a request needs its prefill and O decode steps shared with b - 1 others; prefill timed in a full
+8192-token pass; widened by BOUND_SLACK). Candidates are then simulated (simulate/serving, the
+discrete-event simulator, one replica, Poisson arrivals, the highest steady rate by bisection) in ascending order of their bound on cost per
+token, until the next bound is no better than the best simulated cost (branch and bound) or
+MAX_SIMULATIONS ran. An instance's capacity is its replicas' sum: Poisson arrivals split at random over
+replicas stay Poisson, and least-loaded routing does no worse than a random split.
+
+Cost per million output tokens = price of the instances / output tokens they deliver at capacity (with
+`qps`: whole instances enough for that rate). Systems without a price are ranked by chip-hours per
+million output tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..cost import inference as inf
+from ..errors import FlopcastError
+from ..model.system import Dtype, System
+from ..model.workload import Model
+from ..simulate import serving as S
+
+MAX_SIMULATIONS = 8
+# The roofline bound is a bound on the mean; the simulated capacity (90% of requests within the SLOs) can pass
+# it a little (1.02x seen on llama3-8b / p5.48xlarge TP1 fp8), so bounds are widened by this before pruning.
+BOUND_SLACK = 1.3
+# Capacity runs span this many SLO horizons (TTFT target + O x TPOT target) of arrivals and must be steady
+# (_steady). simulate/serving/find_capacity's 4 horizons and whole-run attainment let llama3-8b on one
+# Trainium2 at max batch 64 "meet" 12.7 req/s that a run 4x longer shows unstable (14% within the SLOs).
+SPAN = 8.0
+BACKLOG_GROWTH = 1.2
+MAX_UTILISATION = 0.9  # of the burst service rate (see capacity)
+ATTAINMENT = 0.9  # share of requests within both SLOs (goodput, DistServe, Zhong et al. 2024, sec. 2.2)
+MAX_VERIFY_REQUESTS = 60_000
+MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
+PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
+ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
+CPU_WEIGHTS, CPU_KV = ("q4_0", "q8_0"), ("fp16",)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to deploy: a replica layout and formats, with its roofline bound."""
+
+    tp: int
+    weights: str
+    kv_dtype: str
+    max_seqs: int
+    replicas_per_instance: int  # replicas on one instance (0 when a replica spans instances)
+    instances_per_replica: int  # 1, or the whole instances one replica spans
+    bound_qps: float = 0.0  # roofline upper bound on one replica's capacity
+    bound_batch: int = 0
+
+    @property
+    def label(self) -> str:
+        share = (f"{self.replicas_per_instance} x TP{self.tp} per instance" if self.instances_per_replica == 1
+                 else f"TP{self.tp} over {self.instances_per_replica} instances")
+        return f"{share}, weights {self.weights}, KV {self.kv_dtype}, max batch {self.max_seqs}"
+
+
+@dataclass(frozen=True)
+class DeployPoint:
+    """A simulated candidate at its capacity (or at the user's rate)."""
+
+    candidate: Candidate
+    deployment: object  # cost.inference.Deployment of one replica
+    replica_qps: float  # capacity of one replica at the SLOs
+    result: object  # simulate.serving.ServingResult of one replica at replica_qps
+    instances: int  # instances the deployment rents (1 at capacity; enough for `qps` otherwise)
+    qps: float  # requests/s the deployment serves
+    cost_per_million_output_tokens_usd: float | None
+    chip_hours_per_million_output_tokens: float
+    output_tokens_per_s_per_chip: float
+
+    def to_dict(self) -> dict:
+        c, r = self.candidate, self.result
+        return {"tp": c.tp, "weights": c.weights, "kv_dtype": c.kv_dtype, "max_seqs": c.max_seqs,
+                "replicas_per_instance": c.replicas_per_instance, "instances_per_replica": c.instances_per_replica,
+                "instances": self.instances, "qps": self.qps, "replica_capacity_qps": self.replica_qps,
+                "roofline_bound_qps": c.bound_qps,
+                "cost_per_million_output_tokens_usd": self.cost_per_million_output_tokens_usd,
+                "chip_hours_per_million_output_tokens": self.chip_hours_per_million_output_tokens,
+                "output_tokens_per_s_per_chip": self.output_tokens_per_s_per_chip,
+                "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s, "slo_attainment": r.slo_attainment,
+                "label": c.label}
+
+
+@dataclass(frozen=True)
+class DeployOutcome:
+    system: System
+    best: DeployPoint | None
+    baseline: DeployPoint | None  # one replica over all the instance's chips, default formats
+    simulated: tuple
+    pareto: tuple  # simulated points no other beats on both throughput per chip and p50 TPOT
+    considered: int
+    pruned: dict = field(default_factory=dict)  # reason -> count
+    reason: str = ""  # why there is no deployment
+    verified: object = None  # ServingResult of the best's whole instance (all its replicas, routed) at its rate
+
+
+def _chips(system: System) -> int:
+    return system.chips_per_node
+
+
+def _tp_choices(system: System) -> list[int]:
+    n = _chips(system)
+    if system.chip.kind == "cpu":
+        return [t for t in range(1, n + 1) if n % t == 0]
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= n and n % t == 0] + [n]
+    nodes = max(1, system.max_chips // n)
+    tps += [n * k for k in (2, 4) if k <= nodes]  # replicas spanning whole instances (large models)
+    return sorted(set(tps))
+
+
+def _formats(system: System, weights, kv_dtypes) -> tuple[tuple, tuple]:
+    cpu = system.chip.kind == "cpu"
+    if weights is None:
+        weights = CPU_WEIGHTS if cpu else tuple(w for w in ACCEL_WEIGHTS
+                                                if w != "fp8" or system.chip.peak_flops.get(Dtype.FP8))
+    if kv_dtypes is None:
+        kv_dtypes = CPU_KV if cpu else ACCEL_KV
+    return tuple(weights), tuple(kv_dtypes)
+
+
+def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS) -> list[Candidate]:
+    """Every layout x format x max-batch combination for one instance type."""
+    ws, kvs = _formats(system, weights, kv_dtypes)
+    n, out = _chips(system), []
+    for tp in _tp_choices(system):
+        per, span = (n // tp, 1) if tp <= n else (0, tp // n)
+        for w in ws:
+            for kv in kvs:
+                out += [Candidate(tp, w, kv, b, per, span) for b in max_seqs]
+    return out
+
+
+def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out: int, config,
+                   inference_calibration=None) -> tuple:
+    """(candidate with its bound, deployment) or (None, reason) when the roofline rules it out."""
+    d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
+                       inference_calibration=inference_calibration)
+    one = inf.predict(d, 1, n_in, n_out)
+    if not one.fits:
+        return None, "does not fit"
+    if one.ttft_s > config.slo_ttft_s or one.tpot_s > config.slo_tpot_s:
+        return None, "misses the SLOs alone"
+    cap = min(c.max_seqs, max(1, inf.max_batch(d, n_in + n_out)))
+    b = np.arange(1, cap + 1)
+    t_dec, _ = inf.decode_time(d, b, inf.decode_window(d, n_in, n_out))
+    ok = np.nonzero(np.asarray(t_dec) <= config.slo_tpot_s)[0]
+    best = int(b[ok[-1]]) if len(ok) else 1
+    k = max(1, PREFILL_TOKENS // max(n_in, 1))
+    t_pre = float(inf.prefill_time(d, k, n_in)[0]) / k
+    q = BOUND_SLACK / (t_pre + n_out * float(np.asarray(t_dec)[best - 1]) / best)
+    return replace(c, bound_qps=q, bound_batch=best), d
+
+
+def _costs(system: System, c: Candidate, replica_qps: float, out_tokens_per_request: float, qps: float | None):
+    """(instances, qps served, USD per million output tokens or None, chip-hours per million output tokens)."""
+    n = _chips(system)
+    if qps is None:  # at capacity: one instance's replicas (or the instances one replica spans)
+        instances = c.instances_per_replica
+        served = replica_qps * max(c.replicas_per_instance, 1)
+    else:
+        replicas = math.ceil(qps / replica_qps)
+        instances = (math.ceil(replicas / c.replicas_per_instance) if c.replicas_per_instance
+                     else replicas * c.instances_per_replica)
+        served = qps
+    tokens_per_hour = served * out_tokens_per_request * 3600.0
+    price = system.price_per_hour
+    usd = None if price is None else instances * price / tokens_per_hour * 1e6
+    return instances, served, usd, instances * n / tokens_per_hour * 1e6
+
+
+def _key(system: System):
+    return ((lambda p: p.cost_per_million_output_tokens_usd) if system.price_per_hour is not None
+            else (lambda p: p.chip_hours_per_million_output_tokens))
+
+
+def _bound_key(system: System, c: Candidate, n_out: float, qps):
+    _, _, usd, ch = _costs(system, c, c.bound_qps, n_out, qps)
+    return usd if system.price_per_hour is not None else ch
+
+
+def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float):
+    """(meets, result): one run at `q`; it meets when 90% of all requests and 90% of the last third of arrivals
+    are within both SLOs and the last third's mean TTFT is no more than BACKLOG_GROWTH x the middle third's
+    (+5% of the TTFT target): a rate beyond what the replica serves builds a backlog whose wait grows with time."""
+    n = int(min(max(requests, math.ceil(q * span_s)), MAX_VERIFY_REQUESTS))
+    reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0], output_tokens=workload[1])
+    sim = S.Simulation(d, reqs, cfg, None, seed, False)
+    sim.run()
+    o = sim.outcome()
+    res = S.summarize(d, reqs, cfg, o)
+    first, done = np.array(o.first_s), np.array(o.done_s)
+    arr, out = reqs.arrival_s, reqs.output_tokens
+    tpot = np.where(out > 1, (done - first) / np.maximum(out - 1, 1), 0.0)
+    meets = ~np.isnan(done) & (first - arr <= cfg.slo_ttft_s) & (tpot <= cfg.slo_tpot_s)
+    tail = meets[2 * n // 3:]
+    ttft = first - arr
+    middle, late = np.nanmean(ttft[n // 3:2 * n // 3]), np.nanmean(ttft[2 * n // 3:])
+    growing = late > BACKLOG_GROWTH * middle + 0.05 * cfg.slo_ttft_s
+    return bool(meets.mean() >= ATTAINMENT and tail.mean() >= ATTAINMENT and not growing), res
+
+
+def service_rate(d, cfg, workload, seed: int) -> float:
+    """Requests/s the replica completes when it never runs dry: a burst of 8 x max_seqs requests (at least 1,000)."""
+    n = max(8 * cfg.max_seqs, 1000)
+    reqs = S.poisson_requests(1e6, np.random.default_rng(seed), n=n, input_tokens=workload[0],
+                              output_tokens=workload[1])
+    return S.simulate(d, reqs, cfg, seed=seed).throughput_requests_per_s
+
+
+def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8):
+    """Highest steady rate (see _steady) up to MAX_UTILISATION x the service rate, by bisection; (0, None) if none.
+
+    Near a utilisation of 1 a finite run meets the SLOs at rates whose queue grows without bound in a longer
+    one (llama3-8b, p5.48xlarge TP2: 64 req/s meets them over 4,300 requests, 28% over 17,000), so the rate
+    is capped below the burst service rate."""
+    out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
+    span_s = SPAN * (cfg.slo_ttft_s + out * cfg.slo_tpot_s)
+    lo, hi, best = 0.0, min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed)), None
+    ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s)
+    if ok:
+        return hi, r
+    for _ in range(iterations):
+        mid = (lo + hi) / 2.0
+        ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s)
+        if ok:
+            lo, best = mid, r
+        else:
+            hi = mid
+    return lo, best
+
+
+def _simulate(model, system, c: Candidate, d, workload, config, qps, requests, seed) -> DeployPoint | None:
+    cfg = replace(config, max_seqs=c.max_seqs, replicas=1)
+    q, res = capacity(d, cfg, c.bound_qps, workload, requests, seed)
+    if res is None or q <= 0:
+        return None
+    out_per_req = res.output_tokens_per_s / max(res.throughput_requests_per_s, 1e-12)
+    instances, served, usd, ch = _costs(system, c, q, out_per_req, qps)
+    chips = instances * _chips(system)
+    return DeployPoint(c, d, q, res, instances, served, usd, ch, served * out_per_req / chips)
+
+
+def pareto_front(points) -> tuple:
+    """Points that no other point beats on both output tokens/s per chip (higher) and p50 TPOT (lower)."""
+    tpot = lambda p: p.result.tpot_s["p50"] or 0.0
+    return tuple(sorted((p for p in points if not any(
+        q is not p and q.output_tokens_per_s_per_chip >= p.output_tokens_per_s_per_chip and tpot(q) <= tpot(p)
+        and (q.output_tokens_per_s_per_chip > p.output_tokens_per_s_per_chip or tpot(q) < tpot(p))
+        for q in points)), key=lambda p: -p.output_tokens_per_s_per_chip))
+
+
+def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic):
+    """Candidates with their roofline bounds (and deployments), the count considered and the pruned reasons."""
+    cands = candidates(system, weights, kv_dtypes, max_seqs)
+    pruned, ok = {}, []
+    for c in cands:
+        try:
+            bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
+        except FlopcastError as exc:
+            bc, d = None, str(exc).split(";")[0]
+        if bc is None:
+            pruned[d] = pruned.get(d, 0) + 1
+        else:
+            ok.append((bc, d))
+    return cands, ok, pruned
+
+
+def deploy(model: Model, system: System, config, *, input_tokens="512", output_tokens="128", qps=None,
+           weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, requests: int = 300, seed: int = 0,
+           progress=None, inference_calibration=None) -> DeployOutcome:
+    """The cheapest deployment of `model` on `system` at the SLOs of `config` (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
+    n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
+    workload = (input_tokens, output_tokens)
+    ic = inference_calibration
+    cands, ok, pruned = _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic)
+    if not ok:
+        why = ", ".join(f"{v} {k}" for k, v in pruned.items())
+        return DeployOutcome(system, None, None, (), (), len(cands), pruned, f"no candidate survives the roofline ({why})")
+    ok.sort(key=lambda x: (_bound_key(system, x[0], n_out, qps), -x[0].max_seqs))
+    if progress is not None:
+        progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
+    key, sims, best = _key(system), [], None
+    for c, d in ok[:MAX_SIMULATIONS]:
+        if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
+            pruned["bound no better than the best simulated"] = pruned.get("bound no better than the best simulated", 0) + 1
+            continue
+        p = _simulate(model, system, c, d, workload, config, qps, requests, seed)
+        if progress is not None:
+            progress.update(1)
+        if p is None:
+            pruned["simulated: misses the SLOs at every rate"] = pruned.get("simulated: misses the SLOs at every rate", 0) + 1
+            continue
+        sims.append(p)
+        if best is None or key(p) < key(best):
+            best = p
+    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic)
+    if progress is not None:
+        progress.update(1)
+    if best is None:
+        return DeployOutcome(system, None, base, tuple(sims), (), len(cands), pruned,
+                             "no simulated candidate meets the SLOs at any rate")
+    front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
+    return DeployOutcome(system, best, base, tuple(sims), front, len(cands), pruned,
+                         verified=verify(model, system, best, workload, config, requests, seed, ic))
+
+
+def verify(model, system, p: DeployPoint, workload, config, requests: int, seed: int, ic=None):
+    """One instance of the chosen deployment simulated whole: its replicas behind the least-loaded router at
+    their summed capacity (the search simulated one replica and added them up). None when a replica spans
+    instances (nothing to add up)."""
+    c = p.candidate
+    if c.replicas_per_instance <= 1:
+        return None
+    d = inf.deployment(model, system, chips=c.tp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
+                       kv_dtype=c.kv_dtype, inference_calibration=ic)
+    cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
+    q = p.replica_qps * c.replicas_per_instance
+    out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
+    n = int(min(max(requests, q * SPAN * (config.slo_ttft_s + out * config.slo_tpot_s)), MAX_VERIFY_REQUESTS))
+    reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0],
+                              output_tokens=workload[1])
+    return S.simulate(d, reqs, cfg, seed=seed)
+
+
+def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None) -> DeployPoint | None:
+    """One replica over all the instance's chips in the default formats at max batch 256 (what compare --serve ran)."""
+    n = _chips(system)
+    w = "q4_0" if system.chip.kind == "cpu" else "bf16"
+    kv = "fp16" if system.chip.kind == "cpu" else "bf16"
+    c = Candidate(n, w, kv, config.max_seqs, 1, 1)
+    for p in sims:
+        if p.candidate.tp == n and (p.candidate.weights, p.candidate.kv_dtype, p.candidate.max_seqs) == (w, kv, c.max_seqs):
+            return p
+    rng = np.random.default_rng(seed)
+    n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))
+    n_out = int(np.median(S.lengths(workload[1], 256, rng, "--output-tokens")))
+    try:
+        bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
+    except FlopcastError:
+        return None
+    return None if bc is None else _simulate(model, system, bc, d, workload, config, qps, requests, seed)
