@@ -23,8 +23,8 @@ def _figures():
 @click.option("--chips", "-n", type=int, help="Chips in the job [default: 64 trn2.48xlarge instances = 1,024 chips, "
               "else one node].")
 @layout_options
-@click.option("--tokens", help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter). "
-              "Default on the built-in scenario: 20 per parameter.")
+@click.option("--tokens", default=None, help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter) "
+              "[default: chinchilla, as plan, compare, reliability and report].")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the layout search optimises when a layout field is left out.")
 @click.option("--emit", "framework", type=click.Choice(emit.frameworks()), default=None,
@@ -42,8 +42,7 @@ def train(model, hardware, chips, tokens, objective, framework, calibration, as_
     With no arguments: the ~300B dense GPT of AWS's announcement on 1,024 Trainium2 chips for
     20 tokens per parameter.
     """
-    default_scenario = tokens is None and model == api.DEFAULT_MODEL and hardware == api.DEFAULT_SYSTEM
-    n_tokens = tokens or ("chinchilla" if default_scenario else None)  # the built-in scenario trains 20 per parameter
+    n_tokens = tokens or "chinchilla"  # 20 per parameter for every model, as plan, compare, reliability and report
     with Progress("searching layouts", enabled=not as_json) as bar:
         r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
                       calibration=calibration, price_per_hour=price_per_hour, power_w=power_w, pue=pue,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import DAY, GiB, fmt_duration
+from ..units import DAY, GiB, fmt_count, fmt_duration
 
 DEFINITIONS = (
     "MFU = model FLOPs (6N + 12LHQT per token, PaLM App. B) per second / (chips x dense peak of the compute dtype); "
@@ -25,6 +25,7 @@ def train_report(r) -> str:
     m, s, lay = r.model, r.system, r.layout
     out = []
     out.append(f"flopcast train: {m.name} on {r.chips:,} x {s.chip.name} ({s.id}, {s.chips_per_node} chips per node)")
+    out += _headline(r)
     src = {"searched": "searched", "given": "as given"}.get(r.layout_source, r.layout_source)
     out.append(f"layout ({src}): {lay.describe()}")
     if r.chosen_fields:
@@ -57,7 +58,7 @@ def train_report(r) -> str:
                f" ({100 * r.memory_bytes / cap:.0f}%){'' if r.fits else ' -- exceeds capacity'}")
     out.append("")
     if r.tokens:
-        out.append(f"to train on {r.tokens:.3g} tokens")
+        out.append(f"to train on {fmt_count(r.tokens)} tokens")
         shown = fmt_duration(r.time_to_train_s)
         days = "" if shown.endswith("days") else f"  ({r.time_to_train_s / DAY:,.2f} days)"
         out.append(f"  time-to-train           {fmt_duration(r.time_to_train_s):>14}{days}")
@@ -85,6 +86,17 @@ def train_report(r) -> str:
 
 _PRICE_KIND = {"on-demand": "on-demand", "capacity-block": "EC2 Capacity Block rate", "user": "given"}
 _POWER_BASIS = {"published": "published", "estimate": "an estimate", "user": "given"}
+
+
+def _headline(r) -> list[str]:
+    """The answer first: time to train with faults, cost and energy (details below)."""
+    if not r.tokens:
+        return []
+    g, b = r.expected, r.bill
+    cost = f"${b.cost_usd:,.0f}" if b.cost_usd is not None else "cost n/a"
+    energy = f"{b.energy_kwh / 1e3:,.0f} MWh" if b.energy_kwh is not None else "energy n/a"
+    return [f"answer: {fmt_count(r.tokens)} tokens in {r.time_to_train_s / DAY:,.1f} days "
+            f"({g.expected_s / DAY:,.1f} days with faults), {cost}, {energy}", ""]
 
 
 def _bill_lines(r, missing: dict) -> list[str]:
