@@ -233,7 +233,7 @@ class CompareResult(Tabular):
 
 
 def compare_training(model, systems: list[System], chips, *, tokens, seq_len, calibration, progress,
-                     serving_only: dict, **layout) -> CompareResult:
+                     serving_only: dict, economics: dict | None = None, **layout) -> CompareResult:
     given = [k for k, v in serving_only.items() if v is not None]
     if given:
         raise FlopcastError(f"{', '.join(f'`{k}`' for k in given)} apply to serving; add `serve=True`, "
@@ -245,4 +245,8 @@ def compare_training(model, systems: list[System], chips, *, tokens, seq_len, ca
     n_tokens = args.tokens(tokens, m)
     out = capacity.compare(m, systems, chips, n_tokens, calibrations.training(calibration), _space(layout),
                            progress=progress)
+    for k, v in out.items():  # the user's price, power or PUE applies to every system compared
+        given = None if isinstance(v, str) else rates(v.system, **(economics or {}))
+        if given is not None:
+            out[k] = replace(v, rates=given)
     return CompareResult(m, chips, n_tokens, out)

@@ -179,12 +179,14 @@ def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, pr
 @click.option("--slo-tpot", default="50ms", show_default=True, help="Serving: time-per-output-token target.")
 @click.option("--requests", type=int, default=400, show_default=True, help="Serving: requests per simulation.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Serving: random seed of the arrivals.")
+@economics_options
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_tokens, output_tokens, weights,
-            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, calibration, csv_path, html, png, **kw):
+            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, calibration, csv_path, html, png,
+            price_per_hour, power_w, pue, **kw):
     """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
@@ -194,7 +196,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_
         res = api.compare(model, hardware, chips, tokens=tokens, serve=serve, qps=qps, input_tokens=input_tokens,
                           output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
                           slo_ttft=slo_ttft, slo_tpot=slo_tpot, requests=requests, seed=seed, seq_len=seq_len,
-                          calibration=calibration, progress=bar, **layout_from(kw))
+                          calibration=calibration, progress=bar, price_per_hour=price_per_hour, power_w=power_w,
+                          pue=pue, **layout_from(kw))
     write_csv(csv_path, res)
     if serve:
         emit_report(html, png, lambda: _reports().compare_serving_report(
