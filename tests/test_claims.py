@@ -9,7 +9,8 @@ from flopcast import catalog, claims as C
 from flopcast.cli import cli
 from flopcast.model.system import Dtype
 
-IDS = ("1a", "1b", "2", "3", "4", "5", "6", "7a", "7b", "7c")
+IDS = ("1a", "1b", "2", "3", "4", "5", "6", "7a", "7b", "7c", "7d")
+NO_FIGURE = {"5", "6", "7d"}  # the announcement states no number for these
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,29 @@ def test_every_claim_has_a_complete_row(result):
         assert r.verdict in C.VERDICTS
         assert r.why and r.why.endswith(".")
         assert r.assumptions and r.sources and r.unit
-        assert r.claimed is not None
+        assert (r.claimed is None) == (r.id in NO_FIGURE)
+        # each verdict states its band: the cross-validated error of its kind of prediction
+        assert r.interval["relative"] > 0 and r.interval["basis"]
+        if r.estimate is not None:
+            assert r.interval["low"] < r.estimate < r.interval["high"]
+
+
+def test_band_sets_the_verdict():
+    e = C.Estimate(1.0, ("a",), ("s",), "w.")
+    assert C.Claim("x", "c", 1.2, "x", lambda *_: e).judge(e).verdict == "optimistic"  # spec band 15%
+    assert C.Claim("x", "c", 1.2, "x", lambda *_: e, band="trainium-training").judge(e).verdict == "consistent"
+
+
+def test_encrypted_interfaces_row_is_a_security_property(result):
+    r = result.row("7d")
+    assert r.verdict == "cannot tell" and r.estimate is None and r.claimed is None
+    assert "security property" in r.why and "Nitro" in r.why and "no measured cost" in r.why.lower()
+
+
+def test_scaling_runs_at_the_critical_batch(result):
+    d = result.row("5").details
+    assert d["critical_batch_seqs"] < 100_000 * C.WEAK_SEQS_PER_CHIP  # the 102M-token batch is not used
+    assert max(p["global_batch_seqs"] for p in d["weak"]) <= d["critical_batch_seqs"]
 
 
 def test_650_tflops_is_a_dense_catalog_dtype(result):

@@ -45,12 +45,23 @@ def test_json_keys(capsys):
     assert d["energy_kwh"] > 0 and d["time_to_train_days"] > 0
 
 
-def test_trainium_json_says_why_energy_and_cost_are_missing(capsys):
+def test_trainium_json_names_the_estimated_power_and_the_capacity_block_price(capsys):
     code, out, _ = run(["train", "llama2-7b", "--hardware", "trn2.48xlarge", "--chips", "16", "--tp", "4", "--pp", "1",
                         "--micro-batch", "1", "--global-batch", "64", "--tokens", "1T", "--json"], capsys)
     assert code == 0
     d = json.loads(out)
+    assert d["power_basis"] == "estimate" and d["price_kind"] == "capacity-block"  # AWS publishes neither as spec
+    assert d["energy_kwh"] == pytest.approx(sum(d["energy_breakdown_kwh"].values()))
+    assert d["cost_usd"] == pytest.approx(sum(d["cost_breakdown_usd"].values()))
+
+
+def test_trn3_json_says_why_energy_and_cost_are_missing(capsys):
+    code, out, _ = run(["train", "llama2-7b", "--hardware", "trn3-ultraserver", "--chips", "16", "--tokens", "1T",
+                        "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
     assert d["energy_kwh"] is None and "power" in d["unavailable"]["energy"]
+    assert d["cost_usd"] is None and "price" in d["unavailable"]["cost"]
 
 
 @pytest.mark.parametrize("args, pattern", [

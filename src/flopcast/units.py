@@ -84,6 +84,14 @@ def fmt(value: float, unit: str, digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}"
 
 
+def fmt_count(n: float) -> str:
+    """A count as a person writes it: 15T, 1.5T, 300B, 6.2T, 512."""
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n:.3g}"
+
+
 def fmt_duration(seconds: float) -> str:
     """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days."""
     if seconds < 1:

@@ -68,16 +68,22 @@ def compare(model, hardware, chips: int | None = None, *, tokens="chinchilla", s
             qps: float | None = None, input_tokens="512", output_tokens="128", weights: str | None = None,
             kv_dtype: str | None = None, scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", requests: int = 400,
             seed: int = 0, seq_len: int | None = None, calibration=None, progress=None,
-            **layout) -> CompareResult | CompareServingResult:
+            price_per_hour=None, power_w=None, pue=None, **layout) -> CompareResult | CompareServingResult:
     """The best layout of `model` on each system of `hardware` ("a,b" or a list) on `chips` chips, side by side;
     with `serve=True`, each system serving `model` at the same SLOs, by cost per million output tokens.
 
     >>> c = flopcast.compare("llama2-7b", "p4d.24xlarge,p5.48xlarge", chips=8, tokens="100B")
     >>> sorted(c.systems), c.systems["p5.48xlarge"].step_time_s < c.systems["p4d.24xlarge"].step_time_s
     (['p4d.24xlarge', 'p5.48xlarge'], True)
+
+    Training: price_per_hour (USD per instance-hour), power_w (per chip) and pue replace the catalog's on every
+    system compared (a what-if at equal price or power).
     """
     systems = [forecast.resolve_system(h) for h in
                (args.names(hardware, "hardware") if isinstance(hardware, (str, list, tuple)) else [hardware])]
+    if serve and any(v is not None for v in (price_per_hour, power_w, pue)):
+        raise FlopcastError("`price_per_hour`, `power_w` and `pue` apply to training; serving uses each system's "
+                            "catalog price (give a system file with price_per_hour to change it)")
     if serve:
         return _compare_serving(model, systems, chips=chips, qps=qps, input_tokens=input_tokens,
                                 output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
@@ -85,4 +91,4 @@ def compare(model, hardware, chips: int | None = None, *, tokens="chinchilla", s
                                 progress=progress, calibration=calibration, **layout)
     return compare_training(model, systems, chips, tokens=tokens, seq_len=seq_len, calibration=calibration,
                             progress=progress, serving_only={"weights": weights, "kv_dtype": kv_dtype, "qps": qps},
-                            **layout)
+                            economics={"price_per_hour": price_per_hour, "power_w": power_w, "pue": pue}, **layout)

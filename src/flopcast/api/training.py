@@ -7,7 +7,7 @@ Arguments take what the command line takes: `tokens="15T"` or 1.5e13, `deadline=
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..cost import calibrations
 from ..model.efficiency import Calibration
@@ -23,6 +23,15 @@ from . import args
 from .args import python_errors
 
 
+def rates(system: System, price_per_hour=None, power_w=None, pue=None):
+    """The user's price (USD per node-hour), chip power (W) and PUE over the catalog's; None when none is given."""
+    from ..cost import economics
+
+    if price_per_hour is None and power_w is None and pue is None:
+        return None
+    return economics.rates_for(system, price_per_hour, power_w, pue)
+
+
 def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpace:
     if dtypes:
         if layout.get("dtype") is not None:
@@ -34,20 +43,24 @@ def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpac
 @python_errors
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None, *,
           tokens=None, seq_len: int | None = None, calibration: Calibration | str | None = None,
-          objective: str = "throughput", progress=None, **layout) -> TrainResult:
+          objective: str = "throughput", progress=None, price_per_hour=None, power_w=None, pue=None,
+          **layout) -> TrainResult:
     """Forecast one training configuration; layout fields left out are chosen by the search.
 
     tokens: a count (1.5e13, "15T", "300B") or "chinchilla" (20 per parameter); without it the
     time and cost to train are None. layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch,
-    recompute, sharding, sequence_parallel, dtype, schedule.
+    recompute, sharding, sequence_parallel, dtype, schedule. price_per_hour (USD per instance-hour), power_w
+    (per chip) and pue replace the catalog's in the cost and energy (cost/economics.py).
 
     >>> r = flopcast.train("llama2-7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)
     >>> r.layout.tp, r.fits, 0 < r.mfu < 1
     (8, True, True)
     """
     m = forecast.resolve_model(model, seq_len)
-    return forecast.train(m, hardware, chips, tokens=args.tokens(tokens, m), calibration=calibration,
-                          objective=objective, progress=progress, **layout)
+    r = forecast.train(m, hardware, chips, tokens=args.tokens(tokens, m), calibration=calibration,
+                       objective=objective, progress=progress, **layout)
+    given = rates(r.system, price_per_hour, power_w, pue)
+    return r if given is None else replace(r, rates=given)
 
 
 @dataclass(frozen=True)
@@ -110,15 +123,31 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
 
 
 def _point_dict(p: capacity.PlanPoint) -> dict:
-    d = {"nodes": p.nodes, "chips": p.chips}
+    d = {"nodes": p.nodes, "chips": p.chips, "batch_limited": p.batch_limited}
     if p.result is None:
         d["reason"] = p.reason
         return d
     r = p.result.to_dict()
-    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "expected_time_to_train_days", "goodput",
-                                "cost_usd", "chip_hours", "energy_kwh",
+    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "expected_time_to_train_s",
+                                "expected_time_to_train_days", "goodput", "cost_usd", "cost_breakdown_usd",
+                                "price_kind", "chip_hours", "energy_kwh", "energy_breakdown_kwh",
                                 "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")})
     return d
+
+
+def _answer(out: capacity.PlanOutcome) -> dict | None:
+    """The chosen size and the alternatives a planner weighs: the fastest and the smallest that meet the target."""
+    if out.chosen is None:
+        return None
+    rule = {"deadline": "cheapest that meets the deadline with faults",
+            "budget": "fastest within the budget, downtime and re-done work included"}[out.kind]
+    chosen = out.chosen
+    return {"rule": rule, "chosen": _point_dict(chosen), "fastest": _point_dict(out.fastest),
+            "smallest": _point_dict(out.smallest), "batch_cap_sequences": out.batch_cap or None,
+            "batch_cap_reason": out.batch_cap_reason, "batch_limited": chosen.batch_limited,
+            "batch_limited_note": (f"the global batch is at its cap ({out.batch_cap:,} sequences, "
+                                   f"{out.batch_cap_reason}): the batch, not the hardware, limits scaling"
+                                   if chosen.batch_limited else "")}
 
 
 @dataclass(frozen=True)
@@ -137,6 +166,7 @@ class PlanResult(Tabular):
         return {"model": self.model.label, "hardware": self.system.id, "tokens": self.tokens, "kind": out.kind,
                 "target": out.target, "searches": out.searches, "wall_s": self.wall_s,
                 "chosen": None if out.chosen is None else out.chosen.result.to_dict(),
+                "answer": _answer(out),
                 "frontier": [_point_dict(p) for p in out.frontier],
                 "points": [_point_dict(p) for p in out.points]}
 
@@ -149,9 +179,11 @@ class PlanResult(Tabular):
 @python_errors
 def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", deadline=None, budget=None,
          pareto: bool = False, seq_len: int | None = None, calibration: Calibration | str | None = None, progress=None,
-         **layout) -> PlanResult:
-    """Size a cluster of whole nodes: the smallest that meets `deadline` ("30d", "12h" or seconds), the fastest
-    within `budget` (dollars, "2.5M"), or (`pareto=True`) the size/time/cost frontier. Exactly one of them.
+         price_per_hour=None, power_w=None, pue=None, max_global_batch: int | None = None, **layout) -> PlanResult:
+    """Size a cluster of whole nodes: the cheapest that meets `deadline` ("30d", "12h" or seconds) with faults,
+    the fastest within `budget` (dollars, "2.5M", downtime and re-done work included), or (`pareto=True`) the
+    size/time/cost frontier. Exactly one of them. The global batch is searched up to the model's critical
+    batch (plan/batch.py) or `max_global_batch` sequences; price_per_hour, power_w and pue as in `train`.
 
     >>> p = flopcast.plan("llama2-7b", hardware="p5.48xlarge", tokens="100B", deadline="30d")
     >>> p.outcome.chosen.result.time_to_train_s <= 30 * 86400
@@ -163,18 +195,20 @@ def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", dea
     system = forecast.resolve_system(hardware)
     n_tokens = args.tokens(tokens, m)
     space, cal = _space(layout), calibrations.training(calibration)
+    kw = {"progress": progress, "rates": rates(system, price_per_hour, power_w, pue),
+          "max_global_batch": max_global_batch}
     t0 = time.perf_counter()
     if deadline is not None:
         d = args.duration(deadline, "deadline", unit_required=True)
-        out = capacity.plan_deadline(m, system, n_tokens, d, cal, space, progress=progress)
+        out = capacity.plan_deadline(m, system, n_tokens, d, cal, space, **kw)
         what = f"deadline {d / DAY:.1f} days"
     elif budget is not None:
         b = args.positive(args.count(budget, "budget", "dollars such as 2.5M or 400000"), "budget", repr(budget))
         b = args.bounded("budget_usd", b, "budget")
-        out = capacity.plan_budget(m, system, n_tokens, b, cal, space, progress=progress)
+        out = capacity.plan_budget(m, system, n_tokens, b, cal, space, **kw)
         what = f"budget ${b:,.0f}"
     else:
-        out = capacity.pareto(m, system, n_tokens, cal, space, progress=progress)
+        out = capacity.pareto(m, system, n_tokens, cal, space, **kw)
         what = "pareto frontier"
     return PlanResult(m, system, n_tokens, out, what, time.perf_counter() - t0)
 
@@ -199,7 +233,7 @@ class CompareResult(Tabular):
 
 
 def compare_training(model, systems: list[System], chips, *, tokens, seq_len, calibration, progress,
-                     serving_only: dict, **layout) -> CompareResult:
+                     serving_only: dict, economics: dict | None = None, **layout) -> CompareResult:
     given = [k for k, v in serving_only.items() if v is not None]
     if given:
         raise FlopcastError(f"{', '.join(f'`{k}`' for k in given)} apply to serving; add `serve=True`, "
@@ -211,4 +245,8 @@ def compare_training(model, systems: list[System], chips, *, tokens, seq_len, ca
     n_tokens = args.tokens(tokens, m)
     out = capacity.compare(m, systems, chips, n_tokens, calibrations.training(calibration), _space(layout),
                            progress=progress)
+    for k, v in out.items():  # the user's price, power or PUE applies to every system compared
+        given = None if isinstance(v, str) else rates(v.system, **(economics or {}))
+        if given is not None:
+            out[k] = replace(v, rates=given)
     return CompareResult(m, chips, n_tokens, out)

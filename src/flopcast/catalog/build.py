@@ -42,6 +42,7 @@ def load_chip(name: str) -> Chip:
     return Chip(
         id=cid, name=e.name or cid, kind=kind, family=e.family or cid, peak_flops=e.peak_flops,
         memory=e.memory, memory_bandwidth=e.memory_bandwidth, sram=e.sram, power=e.power,
+        power_estimate=e.power_estimate,
         tile=tuple(e.tile or (128, 128)), cores=e.cores or 1, default_system=e.default_system or "",
         clock=e.clock, vector_bits=e.vector_bits or 0, simd_units=e.simd_units or 0, isa=e.isa or (),
         memory_channels=e.memory_channels or 0, mamf=e.mamf or {}, sources=_source_map(e), notes=dict(e.notes or {}),
@@ -82,7 +83,8 @@ def load_system(name: str) -> System:
     chips_per_node = e.chips_per_node or 1
     return System(
         id=sid, name=e.name or sid, chip=chip, chips_per_node=chips_per_node, tiers=_tiers(e, chips_per_node),
-        price_per_hour=e.price_per_hour, vcpus=e.vcpus or 0, host_memory=e.memory,
+        price_per_hour=e.price_per_hour, capacity_block_price_per_hour=e.capacity_block_price_per_hour,
+        vcpus=e.vcpus or 0, host_memory=e.memory,
         memory_bandwidth=e.memory_bandwidth, sources=_source_map(e), notes=dict(e.notes or {}),
     )
 

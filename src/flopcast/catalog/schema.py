@@ -157,6 +157,7 @@ class ChipEntry(Common):
     memory_bandwidth: quantity("bandwidth", 1e6, 1e16)
     sram: quantity("bytes", 1.0, 1e13) | None = None
     power: quantity("power", 1e-3, 1e5) | None = None
+    power_estimate: quantity("power", 1e-3, 1e5, doc="a sourced estimate where no power is published") | None = None
     tile: Annotated[tuple[count(1, 2**16), count(1, 2**16)],
                     Field(description="two integers, e.g. [128, 128]")] | None = None
     cores: count(1, 10**7) | None = None
@@ -185,6 +186,7 @@ class SystemEntry(Common):
                                                                    "(name, size, topology, bandwidth, "
                                                                    "latency)")] | None = None
     price_per_hour: quantity("price", 0.0, 1e7, zero_ok=True) | None = None
+    capacity_block_price_per_hour: quantity("price", 0.0, 1e7, zero_ok=True) | None = None
     vcpus: count(0, 10**6) | None = None
     memory: quantity("bytes", 2**20, 1e16) | None = None
     memory_bandwidth: quantity("bandwidth", 1e6, 1e17) | None = None

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import FlopcastError
-from .rules import VERDICT_RULES, verdict, weeks_verdict
+from .bands import interval
+from .rules import TOLERANCE, VERDICT_RULES, verdict, weeks_verdict
 
 
 @dataclass(frozen=True)
@@ -21,19 +22,27 @@ class Estimate:
     series: dict = field(default_factory=dict)  # plot series this estimate contributes, by ClaimsResult.series key
 
 
-def ratio_rule(claimed: float | None, e: Estimate) -> str:
-    """Rule 1 (rules.verdict) on the claimed figure and the estimate."""
-    return verdict(claimed, e.estimate)
+def ratio_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
+    """Rule 1 (rules.verdict) on the claimed figure and the estimate, at the band of the estimate's kind."""
+    return verdict(claimed, e.estimate, tolerance)
 
 
-def weeks_rule(claimed: float | None, e: Estimate) -> str:
+def no_figure_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
+    """A claim that is no performance figure: flopcast cannot tell."""
+    return "cannot tell"
+
+
+def weeks_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
     """Rule 2 (rules.weeks_verdict) on the swept points the estimator recorded."""
     return weeks_verdict(e.details["points"])
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim row: its id, the claim as announced, the announced figure in `unit`, its estimator and rule.
+    """One claim row: its id, the claim as announced, the announced figure in `unit` (None where the
+    announcement states none), its estimator and rule, and the kind of estimate that sets its band (bands.py).
+    `reading`: the figure the rule holds the estimate to where the announcement states none (flopcast's
+    reading of the claim, shown apart from the announced figure).
 
     estimate(runs, rows) gets the run's shared predictions and the rows judged so far (by id)."""
 
@@ -42,12 +51,16 @@ class Claim:
     claimed: float | None
     unit: str
     estimate: Callable
-    rule: Callable[[float | None, Estimate], str] = ratio_rule
+    rule: Callable = ratio_rule
     progress: str | None = None  # said before estimating (the first row of each announced claim)
+    band: str = "spec"  # bands.BANDS key
+    reading: float | None = None
 
     def judge(self, e: Estimate) -> ClaimRow:
+        iv = interval(e.estimate, self.band)
+        target = self.claimed if self.claimed is not None else self.reading
         return ClaimRow(self.id, self.claim, self.claimed, e.estimate, self.unit, e.assumptions, e.sources,
-                        self.rule(self.claimed, e), e.why, e.details)
+                        self.rule(target, e, iv["relative"]), e.why, e.details, iv, self.reading)
 
 
 @dataclass(frozen=True)
@@ -62,10 +75,13 @@ class ClaimRow:
     verdict: str
     why: str
     details: dict = field(default_factory=dict)
+    interval: dict = field(default_factory=dict)  # the estimate's band: low, high, relative, kind, basis
+    reading: float | None = None  # what the rule held the estimate to when the announcement states no figure
 
     def to_dict(self) -> dict:
         return {"id": self.id, "claim": self.claim, "claimed": self.claimed, "estimate": self.estimate,
-                "unit": self.unit, "assumptions": list(self.assumptions), "sources": list(self.sources),
+                "interval": dict(self.interval), "reading": self.reading, "unit": self.unit,
+                "assumptions": list(self.assumptions), "sources": list(self.sources),
                 "verdict": self.verdict, "why": self.why, "details": self.details}
 
 

@@ -9,8 +9,10 @@ TOLERANCE = 0.15  # +-15% of the claimed value counts as consistent
 WEEKS_THRESHOLD_DAYS = 56.0  # "weeks": under 8 weeks; "months": 8 weeks or more
 
 VERDICT_RULES = (
-    f"quantities and ratios: flopcast's estimate within +-{TOLERANCE:.0%} of the claimed value -> consistent; "
-    "claim above that band -> optimistic; claim below it -> pessimistic",
+    "quantities and ratios: flopcast's estimate within its band of the claimed value -> consistent; claim above "
+    "that band -> optimistic; claim below it -> pessimistic. The band is the cross-validated error of that kind "
+    f"of prediction (Trainium training 24.2%, CPU serving 29.0%; claims/bands.py), +-{TOLERANCE:.0%} for ratios "
+    "of published figures",
     f"'weeks instead of months': weeks = expected time-to-train (with failures) under {WEEKS_THRESHOLD_DAYS:.0f} days "
     "(8 weeks), months = that or more; consistent if at some swept cluster size Trainium2 takes weeks while "
     "Trainium1 takes months (or does not fit); optimistic if Trainium2 takes months at every swept size; cannot tell "

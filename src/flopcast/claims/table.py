@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from . import graviton, memory, peak, scaling, speedup, weeks
+from . import graviton, memory, peak, scaling, security, speedup, weeks
 from .evidence import Runs
-from .rows import Claim, ClaimsResult, weeks_rule
+from .rows import Claim, ClaimsResult, no_figure_rule, weeks_rule
 from .rules import VERDICTS, WEEKS_THRESHOLD_DAYS
 
 CLAIMS = (
@@ -15,30 +15,35 @@ CLAIMS = (
           65.0, "EFLOP/s", peak.estimate_peak,
           progress="claim 1: 65 exaflops (catalog peak; gpt-300b on 100,000 Trainium2)"),
     Claim("1b", "65 exaflops as training throughput of 100,000 Trainium2 on the ~300B GPT",
-          65.0, "EFLOP/s", peak.estimate_sustained),
+          65.0, "EFLOP/s", peak.estimate_sustained, band="trainium-training"),
     Claim("2", "Trainium2 gives up to 4x the training performance of Trainium1",
           4.0, "x (tokens/s per chip, Trn2 / Trn1)", speedup.estimate_4x,
-          progress="claim 2: 4x Trainium1 (tokens/s per chip at 1,024 chips)"),
+          progress="claim 2: 4x Trainium1 (tokens/s per chip at 1,024 chips)", band="trainium-training"),
     Claim("3", "Trainium2 has 96 GB of HBM, 3x Trainium1",
           3.0, "x (HBM per chip, Trn2 / Trn1)", memory.estimate_memory,
-          progress="claim 3: 3x memory (largest model per instance, layouts that fit)"),
+          progress="claim 3: 3x memory (largest model per instance, layouts that fit)"),  # catalog HBM: spec band
     Claim("4", "Trainium2 gives 2x the performance per watt of Trainium1",
           2.0, "x (tokens/s per W, Trn2 / Trn1)", speedup.estimate_perf_per_watt,
-          progress="claim 4: 2x performance per watt"),
+          progress="claim 4: 2x performance per watt", band="trainium-training"),
     Claim("5", "16-chip Trn2 instances scale to EC2 UltraClusters of 100,000 chips (65 EF = 100,000 x per-chip peak: "
           "linear scaling implied)",
-          1.0, "x (weak-scaling efficiency: tokens/s per chip at 100,000 / the sweep's best)", scaling.estimate_scaling,
-          progress="claim 5: scaling to 100,000 chips (weak and strong)"),
+          None, "x (weak-scaling efficiency: tokens/s per chip at 100,000 / the sweep's best)",
+          scaling.estimate_scaling,
+          progress="claim 5: scaling to 100,000 chips (batch up to the critical batch, and strong)",
+          band="trainium-training", reading=1.0),
     Claim("6", "A 300-billion-parameter model trains in weeks instead of months on Trainium2",
-          WEEKS_THRESHOLD_DAYS, "days (expected, with failures)", weeks.estimate_weeks, weeks_rule,
-          progress="claim 6: 300B model in weeks (expected time-to-train with failures)"),
+          None, "days (expected, with failures)", weeks.estimate_weeks, weeks_rule,
+          progress="claim 6: 300B model in weeks (expected time-to-train with failures)", band="trainium-training",
+          reading=WEEKS_THRESHOLD_DAYS),
     Claim("7a", "Graviton4 is 30% faster than Graviton3",
           1.3, "x (Graviton4 / Graviton3, LLM serving)", graviton.estimate_faster,
-          progress="claim 7: Graviton4 vs Graviton3 (llama3-8b/70b serving)"),
+          progress="claim 7: Graviton4 vs Graviton3 (llama3-8b/70b serving)", band="cpu-serving"),
     Claim("7b", "Graviton4 has 50% more cores than Graviton3",
           1.5, "x (cores per socket)", graviton.estimate_cores),
     Claim("7c", "Graviton4 has 75% more memory bandwidth than Graviton3",
           1.75, "x (memory bandwidth per socket)", graviton.estimate_bandwidth),
+    Claim("7d", "Graviton4 fully encrypts all its high-speed physical hardware interfaces",
+          None, "(security property, no figure)", security.estimate_encrypted, no_figure_rule),
 )
 
 

@@ -87,6 +87,13 @@ def _details(d: dict, indent: str = "    ") -> list[str]:
     return lines
 
 
+def _band_line(r) -> str:
+    iv = r.interval
+    held = "" if r.reading is None else f"; no figure announced, held to flopcast's reading {_num(r.reading)}"
+    span = ("" if iv.get("low") is None else f"interval {_num(iv['low'])} .. {_num(iv['high'])}, ")
+    return f"  band: {span}+-{100 * iv['relative']:.1f}% ({iv['basis']}){held}"
+
+
 def report(result) -> str:
     """The text of a claims.ClaimsResult: the summary table, the verdict rules, then each claim's details."""
     head = list(WIDTHS)
@@ -100,7 +107,7 @@ def report(result) -> str:
     for r in result.rows:
         out += ["", f"[{r.id}] {r.claim}",
                 f"  announced {_num(r.claimed)}, flopcast {_num(r.estimate)}  ({r.unit})  -> {r.verdict}: {r.why}",
-                "  assumptions:"] + [f"    - {a}" for a in r.assumptions]
+                _band_line(r), "  assumptions:"] + [f"    - {a}" for a in r.assumptions]
         out += ["  sources:"] + [f"    - {s}" for s in r.sources]
         out += ["  details:"] + _details({k: v for k, v in r.details.items() if k != "cases"})
         if "cases" in r.details:

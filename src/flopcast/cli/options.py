@@ -74,3 +74,15 @@ def csv_option(f):
     return click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
                         help="Also write the table as CSV to this file; the columns are the JSON keys of each row "
                              "(nested keys joined with '/').")(f)
+
+
+def economics_options(f):
+    """`--price USD/h`, `--power W` and `--pue`: replace the catalog's price, chip power and PUE."""
+    f = click.option("--pue", type=float, default=None,
+                     help="Power usage effectiveness (default: the operator's published figure, e.g. AWS 1.15).")(f)
+    f = click.option("--power", "power_w", type=float, default=None,
+                     help="Chip power in watts, replacing the catalog's "
+                          "(energy = chips + hosts and network, x PUE).")(f)
+    f = click.option("--price", "price_per_hour", type=float, default=None,
+                     help="Price of one instance (node) per hour in USD, replacing the catalog's.")(f)
+    return f

@@ -7,8 +7,8 @@ import click
 from ..limits import click_type
 from .. import api
 from ..progress import Progress
-from ..units import DAY
-from .options import calibration_option, csv_option, layout_from, layout_options, report_options
+from ..units import DAY, fmt_count
+from .options import calibration_option, csv_option, economics_options, layout_from, layout_options, report_options
 from .render import echo_json, emit_report, write_csv
 
 
@@ -83,13 +83,41 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
             click.echo(line)
 
 
+def _days(s: float) -> str:
+    return f"{s / DAY:,.1f} days"
+
+
 def _point_line(p) -> str:
     if p.result is None:
         return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
     r = p.result
     cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
-    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9.1f} {r.expected.expected_s / DAY:>11.1f} "
-            f"{cost:>16} {100 * r.mfu:>6.1f} {r.idle_chips:>7,}  {r.layout.describe()}")
+    batch = f"{r.layout.global_batch:,}{'*' if p.batch_limited else ''}"
+    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9,.1f} {p.expected_s / DAY:>11,.1f} "
+            f"{cost:>14} {100 * r.mfu:>6.1f} {batch:>7} {r.idle_chips:>7,}  {r.layout.describe(short=True)}")
+
+
+def _answer_lines(out) -> list[str]:
+    """The answer first: time with faults, cost, energy of the chosen size, then the alternatives."""
+    c = out.chosen
+    r = c.result
+    cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else f"cost n/a ({r.why_missing().get('cost', '')})"
+    energy = f"{r.energy_kwh / 1e3:,.0f} MWh" if r.energy_kwh is not None else "energy n/a"
+    rule = "cheapest that meets the deadline" if out.kind == "deadline" else "fastest within the budget"
+    lines = [f"answer ({rule}): {c.chips:,} chips ({c.nodes:,} nodes), {_days(c.expected_s)} with faults "
+             f"({_days(r.time_to_train_s)} without), {cost}, {energy}"]
+    if r.bill is not None and r.bill.cost_usd is not None:
+        lines.append(f"  price {r.bill.rates.price_per_hour_usd:,.2f} USD/h per node ({r.bill.rates.price_kind}); "
+                     f"downtime and re-done work ${r.bill.cost_breakdown_usd['downtime_and_rework']:,.0f}")
+    for label, p in (("fastest", out.fastest), ("smallest", out.smallest)):
+        if p is not None and p is not c:
+            pc = f"${p.cost_usd:,.0f}" if p.cost_usd is not None else "cost n/a"
+            lines.append(f"  {label}: {p.chips:,} chips, {_days(p.expected_s)} with faults, {pc}")
+    lines.append(f"  layout: {r.layout.describe()}")
+    if c.batch_limited:
+        lines.append(f"  the global batch is at its cap ({out.batch_cap:,} sequences, {out.batch_cap_reason}): "
+                     "the batch, not the hardware, limits scaling; --max-global-batch raises it")
+    return lines
 
 
 @click.command("plan")
@@ -97,42 +125,46 @@ def _point_line(p) -> str:
 @click.option("--hardware", "-H", required=True, help="System to size (whole nodes of it).")
 @click.option("--tokens", default="chinchilla", show_default=True,
               help="Training tokens (e.g. 300B, 1.5T; chinchilla = 20 per parameter).")
-@click.option("--deadline", help="Finish within this time (e.g. 30d, 12h): the smallest cluster that does.")
-@click.option("--budget", help="Spend at most this many dollars (e.g. 2.5M): the fastest cluster that does.")
+@click.option("--deadline",
+              help="Finish within this time with faults (e.g. 30d, 12h): the cheapest cluster that does.")
+@click.option("--budget",
+              help="Spend at most this many dollars (e.g. 2.5M), downtime included: the fastest cluster that does.")
 @click.option("--pareto", is_flag=True, help="The frontier of cluster size, time to train and cost.")
+@click.option("--max-global-batch", type=int, default=None,
+              help="Largest global batch (sequences) to search [default: the model's critical batch].")
 @layout_options
+@economics_options
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_path, as_json, seq_len, html, png, **kw):
+def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, price_per_hour, power_w, pue,
+         calibration, csv_path, as_json, seq_len, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
     with Progress("planning", enabled=not as_json) as bar:
         res = api.plan(model, hardware, tokens=tokens, deadline=deadline, budget=budget, pareto=pareto,
-                       seq_len=seq_len, calibration=calibration, progress=bar, **layout_from(kw))
+                       seq_len=seq_len, calibration=calibration, progress=bar, max_global_batch=max_global_batch,
+                       price_per_hour=price_per_hour, power_w=power_w, pue=pue, **layout_from(kw))
     write_csv(csv_path, res)
     m, system, n_tokens, out, what, wall = res.model, res.system, res.tokens, res.outcome, res.what, res.wall_s
     emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))
     if as_json:
         echo_json(res.to_dict())
         return
-    click.echo(f"{m.label}, {n_tokens:.3g} tokens, on {system.id} ({system.chips_per_node} chips per node): {what}")
-    click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s")
-    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'w/ faults':>11} {'cost USD':>16} {'MFU %':>6} "
-               f"{'idle':>7}  layout")
+    click.echo(f"{m.label}, {fmt_count(n_tokens)} tokens, on {system.id} "
+               f"({system.chips_per_node} chips per node): {what}")
+    if out.chosen is not None:
+        for line in _answer_lines(out):
+            click.echo(line)
+    elif out.kind == "pareto" and out.points and all(p.cost_usd is None for p in out.points):
+        click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
+    click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s; * = at the batch cap")
+    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'w/ faults':>11} {'cost USD':>14} {'MFU %':>6} "
+               f"{'batch':>7} {'idle':>7}  layout")
     shown = out.frontier if out.kind == "pareto" else out.points
     for p in shown:
         mark = "  <-" if out.chosen is not None and p is out.chosen else ""
         click.echo(_point_line(p) + mark)
-    if out.chosen is not None:
-        r = out.chosen.result
-        click.echo(f"answer: {out.chosen.nodes:,} nodes ({out.chosen.chips:,} chips), {r.time_to_train_s / DAY:.1f} "
-                   f"days, "
-                   + (f"${r.cost_usd:,.0f}" if r.cost_usd is not None
-                      else f"cost n/a ({r.why_missing().get('cost', '')})")
-                   + f"; layout {r.layout.describe()}")
-    elif out.kind == "pareto" and system.price_per_hour is None:
-        click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
 
 
 @click.command("compare")
@@ -163,12 +195,14 @@ def plan(model, hardware, tokens, deadline, budget, pareto, calibration, csv_pat
               help="Serving: requests per simulation.")
 @click.option("--seed", type=click_type("seed"), default=0, show_default=True,
               help="Serving: random seed of the arrivals.")
+@economics_options
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_tokens, output_tokens, weights,
-            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, calibration, csv_path, html, png, **kw):
+            kv_dtype, scheduler, slo_ttft, slo_tpot, requests, seed, calibration, csv_path, html, png,
+            price_per_hour, power_w, pue, **kw):
     """The best layout of MODEL on each system, side by side: time, MFU, chip-hours, energy, cost.
 
     With --serve: each system serving MODEL at the same SLOs, by cost per million output tokens
@@ -178,7 +212,8 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_
         res = api.compare(model, hardware, chips, tokens=tokens, serve=serve, qps=qps, input_tokens=input_tokens,
                           output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, scheduler=scheduler,
                           slo_ttft=slo_ttft, slo_tpot=slo_tpot, requests=requests, seed=seed, seq_len=seq_len,
-                          calibration=calibration, progress=bar, **layout_from(kw))
+                          calibration=calibration, progress=bar, price_per_hour=price_per_hour, power_w=power_w,
+                          pue=pue, **layout_from(kw))
     write_csv(csv_path, res)
     if serve:
         emit_report(html, png, lambda: _reports().compare_serving_report(

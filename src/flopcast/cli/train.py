@@ -7,7 +7,7 @@ import click
 from ..limits import click_type
 from .. import api, emit
 from ..progress import Progress
-from .options import calibration_option, layout_from, layout_options, report_options
+from .options import calibration_option, economics_options, layout_from, layout_options, report_options
 from .render import echo_json, emit_report, to_json
 
 
@@ -25,28 +25,30 @@ def _figures():
               help="Chips in the job [default: 64 trn2.48xlarge instances = 1,024 chips, "
               "else one node].")
 @layout_options
-@click.option("--tokens", help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter). "
-              "Default on the built-in scenario: 20 per parameter.")
+@click.option("--tokens", default=None, help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter) "
+              "[default: chinchilla, as plan, compare, reliability and report].")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
               show_default=True, help="What the layout search optimises when a layout field is left out.")
 @click.option("--emit", "framework", type=click.Choice(emit.frameworks()), default=None,
               help="Print the arguments or YAML that start the chosen layout in this framework (Megatron-LM, "
                    "Megatron-Bridge/NeMo, NxD Training, MaxText) instead of the report.")
+@economics_options
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def train(model, hardware, chips, tokens, objective, framework, calibration, as_json, seq_len, html, png, **kw):
+def train(model, hardware, chips, tokens, objective, framework, calibration, as_json, seq_len, html, png,
+          price_per_hour, power_w, pue, **kw):
     """Forecast one training configuration: step time, throughput, MFU, memory, time and cost to train.
 
     Layout fields left out are chosen by flopcast's search (the fastest layout that fits).
     With no arguments: the ~300B dense GPT of AWS's announcement on 1,024 Trainium2 chips for
     20 tokens per parameter.
     """
-    default_scenario = tokens is None and model == api.DEFAULT_MODEL and hardware == api.DEFAULT_SYSTEM
-    n_tokens = tokens or ("chinchilla" if default_scenario else None)  # the built-in scenario trains 20 per parameter
+    n_tokens = tokens or "chinchilla"  # 20 per parameter for every model, as plan, compare, reliability and report
     with Progress("searching layouts", enabled=not as_json) as bar:
         r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
-                      calibration=calibration, **layout_from(kw))
+                      calibration=calibration, price_per_hour=price_per_hour, power_w=power_w, pue=pue,
+                      **layout_from(kw))
     launch = r.launch(framework) if framework else None
     if as_json:
         echo_json({**r.to_dict(), "launch": launch.to_dict()} if launch else r.to_dict())

@@ -104,7 +104,8 @@ class Layout:
     def microbatches(self) -> int:
         return self.global_batch // (self.dp * self.micro_batch)
 
-    def describe(self) -> str:
+    def describe(self, short: bool = False) -> str:
+        """Every field as key=value; `short`: the degrees, recompute, sharding and schedule only (table cells)."""
         parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
         if self.cp > 1:
             parts.append(f"cp={self.cp}")
@@ -121,6 +122,9 @@ class Layout:
             f"dtype={self.dtype.label}",
             f"schedule={label(self.schedule)}",
         ]
+        if short:
+            keep = ("tp=", "pp=", "dp=", "cp=", "ep=", "vp=", "recompute=", "sharding=", "schedule=")
+            parts = [q for q in parts if q.startswith(keep) and q not in ("recompute=none", "sharding=none")]
         return " ".join(parts)
 
     def as_dict(self) -> dict:

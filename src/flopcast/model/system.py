@@ -86,7 +86,8 @@ class Chip:
     memory: float  # bytes
     memory_bandwidth: float  # bytes/s
     sram: float | None = None  # bytes
-    power: float | None = None  # watts
+    power: float | None = None  # watts, published
+    power_estimate: float | None = None  # watts, a sourced estimate where no power is published
     tile: tuple[int, int] = (128, 128)
     cores: int = 1
     default_system: str = ""
@@ -130,7 +131,8 @@ class System:
     chip: Chip
     chips_per_node: int
     tiers: tuple[Tier, ...]
-    price_per_hour: float | None = None  # USD per node-hour
+    price_per_hour: float | None = None  # USD per node-hour, on-demand
+    capacity_block_price_per_hour: float | None = None  # USD per node-hour, EC2 Capacity Block reservation
     vcpus: int = 0
     host_memory: float | None = None
     memory_bandwidth: float | None = None  # CPU instances: bytes/s for the whole instance

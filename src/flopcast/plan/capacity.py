@@ -2,13 +2,16 @@
 cluster within a budget, the size/time/cost frontier, and the best layout on several systems.
 
 Time to train = tokens / tokens_per_s of the fastest layout that fits on that cluster
-(the search may leave chips idle; the cluster is still paid for in whole nodes).
+(the search may leave chips idle; the cluster is still paid for in whole nodes). Deadlines and budgets are
+met on the expected time with faults and its full cost (downtime and re-done work, cost/economics.py).
+The global batch is searched on a grid that reaches the model's critical batch (plan/batch.py) unless it
+is pinned.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,6 +20,7 @@ from ..errors import FlopcastError
 from ..units import GiB
 from ..model.system import System
 from ..model.workload import Model
+from . import batch as batch_mod
 from . import search as search_mod
 from .forecast import result_from
 
@@ -35,6 +39,18 @@ class PlanPoint:
         return math.inf if self.result is None else self.result.time_to_train_s
 
     @property
+    def expected_s(self) -> float:
+        """Time to train with failures, checkpoints and restarts: what a deadline is held to."""
+        return math.inf if self.result is None else self.result.expected.expected_s
+
+    @property
+    def batch_limited(self) -> bool:
+        """The layout runs at the largest global batch tried: the batch, not the hardware, limits scaling."""
+        return self.result is not None and self.result.layout.global_batch >= self.batch_cap > 0
+
+    batch_cap: int = 0  # the largest global batch (sequences) tried on this cluster; 0: pinned by the user
+
+    @property
     def cost_usd(self) -> float | None:
         return None if self.result is None else self.result.cost_usd
 
@@ -47,15 +63,29 @@ class PlanOutcome:
     frontier: list = field(default_factory=list)
     target: float | None = None  # deadline (s) or budget (USD)
     searches: int = 0
+    fastest: PlanPoint | None = None  # of the sizes that meet the target
+    smallest: PlanPoint | None = None
+    batch_cap: int = 0  # largest global batch tried (sequences); 0: pinned
+    batch_cap_reason: str = ""
 
 
 class _Sizer:
     """Best layout per node count, cached."""
 
-    def __init__(self, model, system, tokens, cal, space, progress=None):
+    def __init__(self, model, system, tokens, cal, space, progress=None, rates=None, max_global_batch=None):
         if tokens is None or tokens <= 0:
             raise FlopcastError(f"`tokens` must be positive, got {tokens}")
         self.model, self.system, self.tokens, self.cal, self.space = model, system, float(tokens), cal, space
+        self.rates = rates
+        self.batch_cap, self.batch_cap_reason = 0, "pinned"
+        self.search_space = space
+        if not space.global_batch:
+            grid, self.batch_cap, self.batch_cap_reason = batch_mod.batch_grid(model, tokens, max_global_batch)
+            if space.batch_range:
+                lo, hi = space.batch_range
+                grid = tuple(b for b in grid if lo <= b <= hi) or (lo, hi)
+                self.batch_cap = max(grid)
+            self.search_space = replace(space, global_batch=grid)
         self.node = system.chips_per_node
         self.max_nodes = max(1, system.max_chips // self.node)
         self.cache: dict[int, PlanPoint] = {}
@@ -70,17 +100,19 @@ class _Sizer:
         chips = nodes * self.node
         if self.progress is not None:
             self.progress.note(f"searching {nodes:,} nodes ({len(self.cache) + 1} sizes so far)")
-        out = search_mod.search(self.model, self.system, chips, self.cal, self.space, objective="throughput",
+        out = search_mod.search(self.model, self.system, chips, self.cal, self.search_space, objective="throughput",
                                 progress=self.progress)
         if out.n_fit == 0:
-            return PlanPoint(nodes, chips, None, why_nothing_fits(out, self.system))
+            return PlanPoint(nodes, chips, None, why_nothing_fits(out, self.system), self.batch_cap)
         i = int(out.order[0])
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
         r = result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
                             "searched", free,
                             summary={"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
                                      "rejected": out.rejected})
-        return PlanPoint(nodes, chips, r)
+        if self.rates is not None:
+            r = replace(r, rates=self.rates)
+        return PlanPoint(nodes, chips, r, "", self.batch_cap)
 
     def points(self) -> list:
         return [self.cache[n] for n in sorted(self.cache)]
@@ -106,13 +138,32 @@ def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:
     return lo, hi
 
 
+EXTRA_SIZES = (1.25, 1.5, 2.0)  # multiples of the smallest size that meets a deadline, priced for the cheapest
+
+
+def _finish(kind, size, ok, target, chosen_key) -> PlanOutcome:
+    """An outcome over the sizes in `ok` (the ones that meet the target): the chosen, fastest and smallest."""
+    return PlanOutcome(kind, min(ok, key=chosen_key), size.points(), target=target, searches=len(size.cache),
+                       fastest=min(ok, key=lambda p: (p.expected_s, p.nodes)), smallest=min(ok, key=lambda p: p.nodes),
+                       batch_cap=size.batch_cap, batch_cap_reason=size.batch_cap_reason)
+
+
+def _cost_key(p: PlanPoint):
+    """Cheapest first (chip-hours held when there is no price), then fastest."""
+    r = p.result
+    held = p.expected_s / 3600.0 * p.chips
+    return (r.cost_usd if r.cost_usd is not None else held, p.expected_s)
+
+
 def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float, cal: Calibration,
-                  space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> PlanOutcome:
-    """Smallest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s`."""
+                  space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None, rates=None,
+                  max_global_batch: int | None = None) -> PlanOutcome:
+    """Cheapest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s` with faults,
+    checkpoints and restarts; the fastest and the smallest that do are kept too."""
     if not deadline_s or deadline_s <= 0:
         raise FlopcastError(f"`deadline` must be positive, got {deadline_s}")
-    size = _Sizer(model, system, tokens, cal, space, progress)
-    meets = lambda n: size(n).time_to_train_s <= deadline_s
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
+    meets = lambda n: size(n).expected_s <= deadline_s
     # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
     lo, hi, n = 0, None, 1
     while True:
@@ -124,31 +175,37 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
             break
         n = min(2 * n, size.max_nodes)
     if hi is None:
-        best = min(size.points(), key=lambda p: p.time_to_train_s)
+        best = min(size.points(), key=lambda p: p.expected_s)
         if best.result is None:
             raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips: "
                                 f"{best.reason}")
         raise FlopcastError(
             f"no {system.id} cluster up to {system.max_chips:,} chips trains {tokens:.3g} tokens of {model.label} in "
-            f"{deadline_s / 86400:.1f} days; the fastest searched ({best.chips:,} chips) takes "
-            f"{best.time_to_train_s / 86400:.1f} days")
-    # bisection between lo (misses) and hi (meets)
-    lo, hi = _bisect(lo, hi, lambda n: not meets(n))
-    # time is not strictly monotonic in cluster size; make sure one node fewer misses
-    while hi > 1 and meets(hi - 1):
-        hi -= 1
-    return PlanOutcome("deadline", size(hi), size.points(), target=deadline_s, searches=len(size.cache))
+            f"{deadline_s / 86400:.1f} days with faults; the fastest searched ({best.chips:,} chips) takes "
+            f"{best.expected_s / 86400:.1f} days")
+    lo, hi = _bisect(lo, hi, lambda n: not meets(n))  # lo misses, hi meets
+    # a larger cluster can be cheaper (a better layout, fewer idle chips): price a few above the smallest
+    for f in EXTRA_SIZES:
+        n = min(size.max_nodes, int(math.ceil(hi * f)))
+        size(n)
+    ok = [p for p in size.points() if p.result is not None and p.expected_s <= deadline_s]
+    return _finish("deadline", size, ok, deadline_s, _cost_key)
 
 
 def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, cal: Calibration,
-                space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> PlanOutcome:
-    """Fastest cluster (whole nodes) whose training run costs at most `budget_usd`."""
-    if system.price_per_hour is None:
+                space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None, rates=None,
+                max_global_batch: int | None = None) -> PlanOutcome:
+    """Fastest cluster (whole nodes) whose training run, downtime and re-done work included, costs at most
+    `budget_usd`; the cheapest and the smallest within budget are kept too."""
+    from ..cost.economics import rates_for
+
+    r = rates if rates is not None else rates_for(system)
+    if r.price_per_hour_usd is None:
         raise FlopcastError(f"{system.id} has no known price ({system.notes.get('price_per_hour', 'not published')}); "
-                            f"`budget` needs one: use `deadline`, or a system with a price")
+                            f"`budget` needs one: give one (--price USD/h), use `deadline`, or a system with a price")
     if not budget_usd or budget_usd <= 0:
         raise FlopcastError(f"`budget` must be positive, got {budget_usd}")
-    size = _Sizer(model, system, tokens, cal, space, progress)
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
     within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
     # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
     lo, hi, n = None, None, 1
@@ -171,8 +228,7 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
     if hi is not None:
         lo, hi = _bisect(lo, hi, within)
     ok = [p for p in size.points() if p.result is not None and p.cost_usd <= budget_usd]
-    best = min(ok, key=lambda p: (p.time_to_train_s, p.nodes))
-    return PlanOutcome("budget", best, size.points(), target=budget_usd, searches=len(size.cache))
+    return _finish("budget", size, ok, budget_usd, lambda p: (p.expected_s, p.nodes))
 
 
 def _sizes(max_nodes: int) -> list[int]:
@@ -186,13 +242,14 @@ def _sizes(max_nodes: int) -> list[int]:
 
 
 def pareto(model: Model, system: System, tokens: float, cal: Calibration,
-           space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None, progress=None) -> PlanOutcome:
+           space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None, progress=None, rates=None,
+           max_global_batch: int | None = None) -> PlanOutcome:
     """Frontier of (chips, time to train, cost) over cluster sizes (powers of two nodes by default).
 
     A size is on the frontier when no other size is both at least as fast and at least as cheap
-    (cost in USD when the system has a price, chip-hours otherwise), one of them strictly.
+    (cost in USD when the system has a price, chip-hours otherwise), one of them strictly; times with faults.
     """
-    size = _Sizer(model, system, tokens, cal, space, progress)
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
     nodes = sorted({int(n) for n in sizes}) if sizes else _sizes(size.max_nodes)
     if any(n < 1 or n > size.max_nodes for n in nodes):
         raise FlopcastError(f"cluster sizes must be 1..{size.max_nodes} nodes of {system.id}")
@@ -200,11 +257,12 @@ def pareto(model: Model, system: System, tokens: float, cal: Calibration,
     ok = [p for p in pts if p.result is not None]
     if not ok:
         raise FlopcastError(f"{model.label} fits on no searched cluster of {system.id}: {pts[-1].reason}")
-    cost = (lambda p: p.cost_usd) if system.price_per_hour is not None else (lambda p: p.result.chip_hours)
+    cost = (lambda p: p.cost_usd) if ok[0].cost_usd is not None else (lambda p: p.result.chip_hours)
     frontier = [p for p in ok if not any(
-        q is not p and q.time_to_train_s <= p.time_to_train_s and cost(q) <= cost(p)
-        and (q.time_to_train_s < p.time_to_train_s or cost(q) < cost(p)) for q in ok)]
-    return PlanOutcome("pareto", None, pts, frontier=frontier, searches=len(size.cache))
+        q is not p and q.expected_s <= p.expected_s and cost(q) <= cost(p)
+        and (q.expected_s < p.expected_s or cost(q) < cost(p)) for q in ok)]
+    return PlanOutcome("pareto", None, pts, frontier=frontier, searches=len(size.cache), batch_cap=size.batch_cap,
+                       batch_cap_reason=size.batch_cap_reason)
 
 
 def compare(model: Model, systems: list[System], chips: int, tokens: float | None, cal: Calibration,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -57,6 +58,7 @@ class TrainResult(Tabular):
     search_summary: dict = field(default_factory=dict)
     # the prediction interval of this kind of forecast (cost/uncertainty.py); None without uncertainty.yaml
     interval: Interval | None = None
+    rates: object = None  # cost.economics.Rates: price, power and PUE; None: the catalog's (rates_for(system))
 
     @property
     def chips_used(self) -> int:
@@ -93,20 +95,7 @@ class TrainResult(Tabular):
         t = self.time_to_train_s
         return None if t is None else t / HOUR * self.instances
 
-    @property
-    def energy_kwh(self) -> float | None:
-        """Chip power x chips x time: accelerator TDP only (no host, network or cooling)."""
-        if self.chip_hours is None or self.system.chip.power is None:
-            return None
-        return self.chip_hours * self.system.chip.power / 1e3
-
-    @property
-    def cost_usd(self) -> float | None:
-        if self.instance_hours is None or self.system.price_per_hour is None:
-            return None
-        return self.instance_hours * self.system.price_per_hour
-
-    @property
+    @cached_property
     def expected(self):
         """Time-to-train with faults, checkpoints and restarts (cost/reliability.py), or None without tokens.
 
@@ -118,6 +107,26 @@ class TrainResult(Tabular):
         from ..cost.reliability import GoodputAssumptions, goodput_for
 
         return goodput_for(self, GoodputAssumptions())
+
+    @cached_property
+    def bill(self):
+        """Cost and energy over the expected time with faults (cost/economics.py), or None without tokens."""
+        if not self.tokens:
+            return None
+        from ..cost import economics
+
+        rates = self.rates if self.rates is not None else economics.rates_for(self.system)
+        return economics.bill(self.chips, self.instances, self.time_to_train_s, self.expected.expected_s, rates)
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """(Chips + hosts and network) x expected time x PUE; the parts in bill.energy_breakdown_kwh."""
+        return None if self.bill is None else self.bill.energy_kwh
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Instances x expected time (downtime and re-done work included) x price."""
+        return None if self.bill is None else self.bill.cost_usd
 
     def launch(self, framework: str):
         """The arguments or YAML that start this layout in `framework` (flopcast.emit.TRAINING: megatron, nemo,
@@ -138,10 +147,11 @@ class TrainResult(Tabular):
             for k in ("time_to_train", "chip_hours", "energy", "cost"):
                 out[k] = "no tokens given"
             return out
-        if self.system.chip.power is None:
+        rates = self.bill.rates
+        if rates.chip_power_w is None:
             out["energy"] = f"no published power for {self.system.chip.name}: " + str(
                 self.system.chip.notes.get("power", "not published"))
-        if self.system.price_per_hour is None:
+        if rates.price_per_hour_usd is None:
             out["cost"] = f"no known price for {self.system.id}: " + str(
                 self.system.notes.get("price_per_hour", "not published"))
         if self.expected is not None and not self.expected.finishes:
@@ -207,6 +217,8 @@ class TrainResult(Tabular):
             "checkpoint_interval_s": self.expected.interval_s if self.expected else None,
             "energy_kwh": self.energy_kwh,
             "cost_usd": self.cost_usd,
+            **({k: v for k, v in self.bill.to_dict().items() if k not in ("energy_kwh", "cost_usd")}
+               if self.bill is not None else {}),
             "unavailable": self.why_missing(),
             "calibration_basis": self.calibration_basis,
             "notes": list(self.notes),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import DAY, GiB, fmt_duration
+from ..units import DAY, GiB, fmt_count, fmt_duration
 
 DEFINITIONS = (
     "MFU = model FLOPs (6N + 12LHQT per token, PaLM App. B) per second / (chips x dense peak of the compute dtype); "
@@ -41,8 +41,8 @@ def train_report(r) -> str:
 def _train_header(r) -> list:
     m, s, lay = r.model, r.system, r.layout
     out = []
-    out = []
     out.append(f"flopcast train: {m.name} on {r.chips:,} x {s.chip.name} ({s.id}, {s.chips_per_node} chips per node)")
+    out += _headline(r)
     src = {"searched": "searched", "given": "as given"}.get(r.layout_source, r.layout_source)
     out.append(f"layout ({src}): {lay.describe()}")
     if r.chosen_fields:
@@ -93,7 +93,7 @@ def _train_memory(r) -> list:
 def _train_totals(r) -> list:
     s = r.system
     out = []
-    out.append(f"to train on {r.tokens:.3g} tokens")
+    out.append(f"to train on {fmt_count(r.tokens)} tokens")
     shown = fmt_duration(r.time_to_train_s)
     days = "" if shown.endswith("days") else f"  ({r.time_to_train_s / DAY:,.2f} days)"
     b = r.bounds().get("time_to_train_s")
@@ -118,15 +118,7 @@ def _train_totals(r) -> list:
                f"instance{'' if n == 1 else 's'} "
                f"of {s.chips_per_node} chips{', partly idle' if n * s.chips_per_node > r.chips else ''})")
     missing = r.why_missing()
-    if r.energy_kwh is not None:
-        out.append(f"  energy (chip TDP only)  {r.energy_kwh:14,.0f} kWh{_range(r, 'energy_kwh', ',.0f')}")
-    else:
-        out.append(f"  energy                  cannot compute: {missing.get('energy')}")
-    if r.cost_usd is not None:
-        out.append(f"  cost                    {r.cost_usd:14,.0f} USD at {s.price_per_hour:.2f} USD/h per instance"
-                   f"{_range(r, 'cost_usd', ',.0f', unit=' USD')}")
-    else:
-        out.append(f"  cost                    cannot compute: {missing.get('cost')}")
+    out += _bill_lines(r, missing)
     out.append("")
     return out
 
@@ -140,6 +132,43 @@ def _train_footer(r) -> list:
                    f"leave-one-source-out errors (throughput x{i.low:.2f} to x{i.high:.2f}; uncertainty.yaml)")
     for n in r.notes:
         out.append(f"note: {n}")
+    return out
+
+
+_PRICE_KIND = {"on-demand": "on-demand", "capacity-block": "EC2 Capacity Block rate", "user": "given"}
+_POWER_BASIS = {"published": "published", "estimate": "an estimate", "user": "given"}
+
+
+def _headline(r) -> list[str]:
+    """The answer first: time to train with faults, cost and energy (details below)."""
+    if not r.tokens:
+        return []
+    g, b = r.expected, r.bill
+    cost = f"${b.cost_usd:,.0f}" if b.cost_usd is not None else "cost n/a"
+    energy = f"{b.energy_kwh / 1e3:,.0f} MWh" if b.energy_kwh is not None else "energy n/a"
+    return [f"answer: {fmt_count(r.tokens)} tokens in {r.time_to_train_s / DAY:,.1f} days "
+            f"({g.expected_s / DAY:,.1f} days with faults), {cost}, {energy}", ""]
+
+
+def _bill_lines(r, missing: dict) -> list[str]:
+    """Cost and energy over the expected time with faults, with their parts (cost/economics.py)."""
+    b = r.bill
+    out = []
+    if b.cost_usd is not None:
+        c, k = b.cost_breakdown_usd, b.rates
+        out.append(f"  cost                    {b.cost_usd:14,.0f} USD at {k.price_per_hour_usd:,.2f} USD/h per "
+                   f"instance ({_PRICE_KIND[k.price_kind]}){_range(r, 'cost_usd', ',.0f', unit=' USD')}")
+        out.append(f"    compute {c['compute']:,.0f} + downtime and re-done work {c['downtime_and_rework']:,.0f} USD")
+    else:
+        out.append(f"  cost                    cannot compute: {missing.get('cost')}")
+    if b.energy_kwh is not None:
+        e, k = b.energy_breakdown_kwh, b.rates
+        out.append(f"  energy                  {b.energy_kwh:14,.0f} kWh (chips at {k.chip_power_w:,.0f} W, "
+                   f"{_POWER_BASIS[k.power_basis]}; PUE {k.pue:.2f}){_range(r, 'energy_kwh', ',.0f', unit=' kWh')}")
+        out.append(f"    chips {e['chips']:,.0f} + host and network {e['host_and_network']:,.0f} + cooling and "
+                   f"facility {e['cooling_and_facility']:,.0f} kWh")
+    else:
+        out.append(f"  energy                  cannot compute: {missing.get('energy')}")
     return out
 
 

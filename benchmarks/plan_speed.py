@@ -1,0 +1,42 @@
+"""How long `plan` of the seed scenario and `claims` take. Plain script, run by hand:
+PYTHONPATH=src python benchmarks/plan_speed.py [--quick-claims]
+
+Prints wall and CPU seconds of each (CPU time is the figure to compare on a shared machine), the cluster
+sizes the plan searched, and its answer, so a speed-up that changes the answer shows.
+Target (issue 14): each under 2 s on 2 cores.
+"""
+
+import sys
+import time
+
+from flopcast import api
+
+PLANS = [
+    ("llama3-70b", "trn2.48xlarge", "15T", "30d"),
+    ("gpt-300b", "trn2.48xlarge", "chinchilla", "30d"),
+]
+
+
+def _timed(f):
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = f()
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def main() -> int:
+    print(f"{'what':<44} {'wall s':>8} {'cpu s':>8}  answer")
+    for model, system, tokens, deadline in PLANS:
+        res, wall, cpu = _timed(lambda m=model, s=system, t=tokens, d=deadline: api.plan(m, s, tokens=t, deadline=d))
+        c = res.outcome.chosen
+        r = c.result
+        print(f"{f'plan {model} -H {system} --deadline {deadline}':<44} {wall:>8.1f} {cpu:>8.1f}  "
+              f"{c.chips:,} chips, {c.expected_s / 86400:.1f} days with faults, "
+              f"${r.cost_usd:,.0f}; {res.outcome.searches} sizes searched")
+    quick = "--quick-claims" in sys.argv
+    res, wall, cpu = _timed(lambda: api.claims(quick=quick))
+    print(f"{'claims' + (' --quick' if quick else ''):<44} {wall:>8.1f} {cpu:>8.1f}  {len(res.result.rows)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""Plans met on the expected time with faults and its full cost; cost and energy with their parts; the batch
+grid that reaches the critical batch."""
+
+import json
+
+import pytest
+
+from flopcast import api
+from flopcast.cli import main
+from flopcast.cost import economics
+from flopcast.plan import batch
+
+
+def test_bill_charges_downtime_and_splits_energy():
+    r = economics.Rates(10.0, "user", 500.0, "user", 1000.0, 1.2, "user")
+    b = economics.bill(chips=16, instances=1, ideal_s=3600.0, expected_s=7200.0, rates=r)
+    assert b.cost_usd == pytest.approx(20.0)
+    assert b.cost_breakdown_usd == pytest.approx({"compute": 10.0, "downtime_and_rework": 10.0})
+    e = b.energy_breakdown_kwh
+    assert e["chips"] == pytest.approx(16 * 0.5 * 2) and e["host_and_network"] == pytest.approx(2.0)
+    assert e["cooling_and_facility"] == pytest.approx(0.2 * (16 + 2))
+    assert b.energy_kwh == pytest.approx(sum(e.values()))
+
+
+def test_user_price_power_and_pue_replace_the_catalog():
+    kw = dict(chips=8, tp=8, pp=1, micro_batch=1, global_batch=8, tokens="10B")
+    base = api.train("llama2-7b", "p5.48xlarge", **kw)
+    mine = api.train("llama2-7b", "p5.48xlarge", price_per_hour=2 * base.bill.rates.price_per_hour_usd,
+                     power_w=1400.0, pue=1.0, **kw)
+    assert mine.cost_usd == pytest.approx(2 * base.cost_usd)
+    assert mine.bill.rates.power_basis == "user" and mine.bill.energy_breakdown_kwh["cooling_and_facility"] == 0
+    assert mine.bill.energy_breakdown_kwh["chips"] == pytest.approx(2 * base.bill.energy_breakdown_kwh["chips"])
+    with pytest.raises(Exception, match="pue"):
+        api.train("llama2-7b", "p5.48xlarge", pue=0.5, **kw)
+
+
+def test_critical_batch_grows_as_loss_falls_and_grid_is_dense():
+    assert batch.critical_batch_tokens(70e9, 15e12) > batch.critical_batch_tokens(7e9, 1e12)
+    # Llama 3 405B trained at 16M tokens; the rule gives the same order
+    assert 5e6 < batch.critical_batch_tokens(405e9, 15.6e12) < 3.2e7
+    grid, cap, why = batch.batch_grid(api.resolve_model("llama3-70b"), 15e12)
+    assert max(grid) == cap and "critical batch" in why
+    assert all(b2 / b1 <= 1.34 for b1, b2 in zip(grid, grid[1:]))  # no gaps a cluster size falls into
+    assert batch.batch_grid(api.resolve_model("llama3-70b"), 15e12, max_global_batch=4096)[1] == 4096
+
+
+def test_deadline_holds_the_time_with_faults_and_picks_the_cheapest():
+    p = api.plan("llama2-7b", "p5.48xlarge", tokens="300B", deadline="10d")
+    out = p.outcome
+    ok = [q for q in out.points if q.result is not None and q.expected_s <= 10 * 86400]
+    assert out.chosen.expected_s <= 10 * 86400
+    assert out.chosen.cost_usd == min(q.cost_usd for q in ok)
+    assert out.fastest.expected_s == min(q.expected_s for q in ok)
+    assert out.smallest.nodes == min(q.nodes for q in ok)
+    # one node fewer than the smallest misses the deadline with faults
+    below = [q for q in out.points if q.nodes == out.smallest.nodes - 1]
+    assert not below or below[0].expected_s > 10 * 86400
+
+
+def test_plan_json_answer_has_cost_parts_and_the_batch_cap(capsys):
+    argv = ["plan", "llama2-7b", "-H", "p5.48xlarge", "--tokens", "300B", "--deadline", "10d", "--json"]
+    assert main(argv) in (0, None)
+    d = json.loads(capsys.readouterr().out)
+    a = d["answer"]
+    assert a["chosen"]["expected_time_to_train_days"] <= 10 and a["chosen"]["cost_usd"] > 0
+    assert set(a["chosen"]["cost_breakdown_usd"]) == {"compute", "downtime_and_rework"}
+    assert a["batch_cap_sequences"] > 0 and {"fastest", "smallest"} <= set(a)
