@@ -125,6 +125,20 @@ def test_report_has_every_figure(full_report):
                 assert "(" in ax.get_ylabel(), (f.name, ax.get_ylabel())
 
 
+def test_scaling_curves_draw_the_prediction_interval_as_bands(full_report):
+    from matplotlib.collections import PolyCollection
+
+    chart = next(f for f in full_report.figures if f.name == "scaling")
+    banded = [ax for ax in chart.figure.axes if any(isinstance(c, PolyCollection) for c in ax.collections)]
+    assert len(banded) == 3  # time to train (with failures) or throughput, MFU, cost or chip-hours
+    for ax in banded:
+        band = next(c for c in ax.collections if isinstance(c, PolyCollection))
+        (_, y), line = band.get_paths()[0].vertices.T, ax.get_lines()[-1] if ax.get_lines() else None
+        lo, hi = y.min(), y.max()
+        assert line is not None and all(lo <= v <= hi for v in line.get_ydata())  # the forecast inside its band
+    assert "prediction interval" in chart.caption
+
+
 def test_png_files(full_report, tmp_path):
     files = full_report.write_png(tmp_path / "png")
     assert [p.name for p in files] == [f"{n}.png" for n in FIGURE_NAMES]

@@ -60,6 +60,20 @@ class DeployResult(Tabular):
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "systems": {k: outcome_dict(v) for k, v in self.systems.items()}}
 
+    def launches(self) -> dict:
+        """{system id: emit.Launch} starting each system's best deployment (vLLM, or llama-server on CPUs)."""
+        from ..emit.engines import launch_for
+
+        out = {}
+        for sid, o in self.systems.items():
+            if o.best is None:
+                continue
+            c = o.best.candidate
+            d = inf.deployment(self.model, o.system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype)
+            out[sid] = launch_for(d, replicas=max(c.replicas_per_instance, 1), max_seqs=c.max_seqs,
+                                  max_model_len=_model_len(self.input_tokens, self.output_tokens))
+        return out
+
     def rows(self) -> list[dict]:
         out = []
         for sid, o in self.systems.items():
@@ -67,6 +81,16 @@ class DeployResult(Tabular):
             for p in o.simulated:
                 out.append({"system": sid, "best": p is best, "pareto": p in o.pareto, **flatten(p.to_dict())})
         return out
+
+
+def _model_len(input_tokens, output_tokens) -> int:
+    """Longest request of the workload (prompt + output), rounded up to a multiple of 256."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = int(max(S.lengths(input_tokens, 256, rng, "--input-tokens")) + max(S.lengths(output_tokens, 256, rng,
+                                                                                         "--output-tokens")))
+    return -(-n // 256) * 256
 
 
 def _formats(text, what, check):

@@ -6,7 +6,7 @@ token lengths take N, "uniform:LO:HI" or "lognormal:MEAN:SIGMA" where the comman
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from .. import catalog
 from ..cost import calibrations
 from ..cost import inference as inf
 from ..cost.inference.speculation import speculation
+from ..cost.uncertainty import serving_interval
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..limits import check
@@ -83,6 +84,9 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
+    if r.interval is not None:
+        notes.append(f"{r.interval.label} prediction interval of a {r.interval.kind} forecast from "
+                     f"{r.interval.residuals} leave-one-source-out errors (uncertainty.yaml)")
     return InferResult(d, r, tuple(notes), input_tokens, output_tokens)
 
 
@@ -118,10 +122,12 @@ class ServeResult(Tabular):
     input_tokens: str
     output_tokens: str
     seed: int
+    interval: object = None  # cost.uncertainty.Interval of this kind of serving forecast
+    bounds: dict = field(default_factory=dict)  # simulate.serving.interval_bounds: each end simulated
 
     def to_dict(self) -> dict:
         d, cfg = self.deployment, self.config
-        out = self.result.to_dict()
+        out = S.with_interval(self.result.to_dict(), self.bounds, self.interval)
         out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": cfg.replicas,
                     "scheduler": cfg.scheduler.value, "qps": self.qps, "slo_ttft_s": cfg.slo_ttft_s,
                     "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": self.capacity_qps,
@@ -185,4 +191,13 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     else:
         reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)
         res = S.simulate(d, reqs, cfg, seed=seed)
-    return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed)
+    interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    # each end of the interval is its own run of the same requests (queues are not linear in speed)
+    b = {} if capacity is not None else S.interval_bounds(d, reqs, cfg, interval, seed)
+    if interval is not None:
+        notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
+                     "leave-one-source-out errors (uncertainty.yaml)"
+                     + ("; not simulated at the capacity found" if capacity is not None else
+                        ", each end simulated with the same requests"))
+    return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed,
+                       interval, b)

@@ -85,39 +85,59 @@ class ValidationResult(Tabular):
 
 
 @python_errors
-def validate(file: str, *, cross_validate: bool = False, calibration=None, progress=None) -> ValidationResult:
+def validate(file: str, *, cross_validate: bool = False, calibration=None, progress=None,
+             write_intervals: str | None = None) -> ValidationResult:
     """Compare predictions with the measured runs in `file` (a CSV of the validation/ schemas, or a shipped
     file's short name: calibration_runs, more_training_runs, training (both), inference_runs, more_inference_runs).
 
     Blank layout cells are chosen by the search over just those fields. `cross_validate=True` refits with
     each source left out and predicts it (minutes): the error to expect on runs flopcast has not seen.
     `calibration`: a file `calibrate` wrote (training or serving, as the CSV), instead of the shipped one.
+    summary["intervals"] says how often the 80% prediction intervals covered the measurements, scored
+    honestly: with `cross_validate`, each row against the interval fitted on the other sources' errors (and
+    the intervals per kind those errors give, written to `write_intervals` when given); without, the shipped
+    intervals on the rows neither they nor the calibration were fitted on.
 
     >>> v = flopcast.validate("validation/inference_runs.csv")
     >>> v.schema, v.summary["n_ok"] > 0
     ('serving', True)
     """
+    from ..validate import uncertainty as vu
+
     if calibration is not None and cross_validate:
         raise FlopcastError("`calibration` and `cross_validate` exclude each other: cross-validation fits its own "
                             "parameters for each held-out source")
     files = files_of(file)
+    if write_intervals:
+        if not cross_validate:
+            raise FlopcastError("`write_intervals` needs `cross_validate` (intervals come from out-of-sample errors)")
+        prepare_out(write_intervals, str(files[0]), "write_intervals")
     if schema(file) == "serving":
+        from ..cost.inference.engines import _inference_calibration_file
         from ..validate.inference import cross_validate_inference, validate_inference
 
         file = str(files[0])
         result = (cross_validate_inference(file) if cross_validate
                   else validate_inference(file, calibrations.serving(calibration)))
-        return ValidationResult("serving", tuple(result["rows"]), result["summary"])
+        if cross_validate:
+            intervals = vu.from_cross_validation(file, result["rows"], "serving", write_intervals)
+        else:
+            prov = _inference_calibration_file().get("provenance") or {}
+            intervals = {"coverage": vu.shipped_coverage(file, result["rows"], "serving", prov)}
+        return ValidationResult("serving", tuple(result["rows"]), {**result["summary"], "intervals": intervals})
     if cross_validate:
         from ..validate import calibrate as cb
 
         if progress is not None:
             progress.add_total(len({c.source for c in vt.load_cases(files)[0]}))
         res = cb.cross_validate(files, progress=None if progress is None else progress.update)
-        summary = {**res["summary"], "method": CROSS_VALIDATION, "fold_parameters": res["folds"]}
+        summary = {**res["summary"], "method": CROSS_VALIDATION, "fold_parameters": res["folds"],
+                   "intervals": vu.from_cross_validation(file, res["rows"], "training", write_intervals)}
         return ValidationResult("training", tuple(res["rows"]), summary)
-    rows = vt.run_validation(files, calibrations.training(calibration))
-    return ValidationResult("training", tuple(rows), vt.summarize(rows))
+    cal = calibrations.training(calibration)
+    rows = vt.run_validation(files, cal)
+    intervals = {"coverage": vu.shipped_coverage(file, rows, "training", cal.provenance, cal)}
+    return ValidationResult("training", tuple(rows), {**vt.summarize(rows), "intervals": intervals})
 
 
 @dataclass(frozen=True)

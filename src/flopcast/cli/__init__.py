@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "calibrate": ("validate", "calibrate", "Fit the efficiency parameters on measured runs."),
     "report": ("report", "report", "All figures of one scenario, as HTML or PNG files."),
     "sweep": ("sweep", "sweep", "A grid of scenarios (models x hardware what-ifs x sizes) as a table."),
+    "ui": ("ui", "ui", "A local web page: forecasts, breakdowns, systems side by side."),
 }
 
 

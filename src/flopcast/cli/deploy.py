@@ -77,10 +77,12 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--seed", type=click_type("seed"), default=0, show_default=True, help="Random seed of the arrivals.")
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@click.option("--emit", is_flag=True,
+              help="Print the launch command of each system's best deployment (vLLM; llama-server on CPUs).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Write every simulated deployment to this CSV.")
 def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
-           requests, seed, calibration, as_json, csv_path):
+           requests, seed, calibration, as_json, emit, csv_path):
     """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, pruned by the
     roofline, simulated, ranked by cost per million output tokens at the SLOs."""
     if find_capacity and qps is not None:
@@ -92,7 +94,10 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
     if csv_path:
         _write_csv(csv_path, res.rows())
     if as_json:
-        echo_json(res.to_dict())
+        out = res.to_dict()
+        if emit:
+            out["launch"] = {k: v.render() for k, v in res.launches().items()}
+        echo_json(out)
         return
     cfg = res.config
     click.echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
@@ -100,3 +105,6 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
                + (f", {qps:g} req/s" if qps else ", each at its capacity"))
     for o in res.systems.values():
         click.echo("\n".join(_system_lines(o)))
+    if emit:
+        for launch in res.launches().values():
+            click.echo("\n" + launch.render().rstrip())

@@ -24,8 +24,10 @@ def layout_options(f):
                      help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
         click.option("--sequence-parallel/--no-sequence-parallel", default=None,
                      help="Megatron sequence parallelism (needs tp > 1)."),
-        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8"]),
-                     help="Compute data type (fp8: FP8 GEMMs, BF16 elsewhere; cfp8 = Trainium's configurable FP8)."),
+        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8", "cfp8", "int8", "nvfp4",
+                                                   "mxfp4"]),
+                     help="Compute data type (fp8, int8, nvfp4, mxfp4: GEMMs in that format, BF16 elsewhere; "
+                          "cfp8 = Trainium's configurable FP8; int8 = AQT on TPUs)."),
         click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "gpipe", "dualpipe", "1f1b-overlap"]),
                      help="Pipeline schedule."),
     ]

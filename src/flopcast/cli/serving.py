@@ -78,15 +78,21 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
         echo_json(res.to_dict())
         return
     mem = r.memory_bytes
+    b = r.bounds()
+
+    def within(key, show):
+        return f"  ({r.interval.label}: {show(b[key][0])} to {show(b[key][1])})" if key in b else ""
+
     lines = [
         f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
         + (f", {d.threads} threads" if d.threads else "")
             + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
         f"engine family {d.family}",
         f"batch {batch}, {input_tokens} input tokens, {output_tokens} output tokens",
-        f"  time to first token      {_ms(r.ttft_s)}",
-        f"  time per output token    {_ms(r.tpot_s)}",
-        f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s",
+        f"  time to first token      {_ms(r.ttft_s)}{within('ttft_s', _ms)}",
+        f"  time per output token    {_ms(r.tpot_s)}{within('tpot_s', _ms)}",
+        f"  decode per stream        {r.decode_tokens_per_s_per_stream:.1f} tokens/s"
+        f"{within('decode_tokens_per_s_per_stream', lambda v: f'{v:.1f}')}",
         f"  decode total             {r.output_tokens_per_s_total * d.replicas:.1f} tokens/s ({d.replicas} replica(s))",
         f"  prefill                  {r.prefill_tokens_per_s:.0f} tokens/s (compute; TTFT adds "
         f"{d.efficiency.request_overhead_s * 1e3:.1f} ms per request of engine overhead)",
@@ -97,11 +103,17 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
         + ("" if r.fits else "  (DOES NOT FIT)"),
         f"  largest batch that fits  {r.max_batch} sequences at {input_tokens + output_tokens} tokens",
         "  cost per million output tokens  "
-        + (_money(r.cost_per_million_output_tokens_usd) if r.fits else "n/a (the deployment does not fit in memory)"),
+        + (_money(r.cost_per_million_output_tokens_usd) + within("cost_per_million_output_tokens_usd", _money)
+           if r.fits else "n/a (the deployment does not fit in memory)"),
         "  decode step: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in r.decode_breakdown_s.items() if v > 0),
         "assumptions:",
     ] + [f"  - {a}" for a in notes]
     click.echo("\n".join(lines))
+
+
+def _p50_range(b: dict, key: str, interval) -> str:
+    e = (b.get(key) or {}).get("p50")
+    return f"  ({interval.label}, p50: {_ms(e[0])} to {_ms(e[1])})" if e else ""
 
 
 @click.command()
@@ -141,6 +153,7 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
                     speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
                         {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
+    b, interval = out.bounds, out.interval
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
         d, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300), input_tokens=input_tokens,
@@ -159,15 +172,23 @@ def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
         lines.append(f"  offered load             {qps:g} requests/s")
     lines += [
         f"  requests                 {res.completed} completed of {res.requests}"
-            + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
-        "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99")),
-        "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99")),
+        + (f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""),
+        "  TTFT  p50/p90/p99        " + " / ".join(_ms(res.ttft_s[k]) for k in ("p50", "p90", "p99"))
+        + _p50_range(b, "ttft_s", interval),
+        "  TPOT  p50/p90/p99        " + " / ".join(_ms(res.tpot_s[k]) for k in ("p50", "p90", "p99"))
+        + _p50_range(b, "tpot_s", interval),
         "  e2e   p50/p90/p99        " + " / ".join(_ms(res.e2e_s[k]) for k in ("p50", "p90", "p99")),
-        f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, {res.output_tokens_per_s:.4g} "
-        f"output tokens/s, "
-        f"{res.total_tokens_per_s:.4g} tokens/s (input + output)",
+        f"  throughput               {res.throughput_requests_per_s:.3g} requests/s, "
+        f"{res.output_tokens_per_s:.4g} output tokens/s, "
+        f"{res.total_tokens_per_s:.4g} tokens/s (input + output)"
+        + (f"  ({interval.label}: {b['output_tokens_per_s'][0]:.4g} to "
+           f"{b['output_tokens_per_s'][1]:.4g} output tokens/s)"
+           if b.get("output_tokens_per_s") else ""),
         f"  SLO attainment           {100 * res.slo_attainment:.1f} % of requests",
-        f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}",
+        f"  cost per million output tokens  {_money(res.cost_per_million_output_tokens_usd)}"
+        + (f"  ({interval.label}: {_money(b['cost_per_million_output_tokens_usd'][0])} to "
+           f"{_money(b['cost_per_million_output_tokens_usd'][1])})"
+           if b.get("cost_per_million_output_tokens_usd") else ""),
         f"  cost per million tokens  {_money(res.cost_per_million_tokens_usd)} (input + output)",
         f"  simulated                {res.iterations} batch iterations, {res.preemptions} preemptions, "
         f"{res.makespan_s:.1f} s",

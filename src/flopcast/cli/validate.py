@@ -153,6 +153,26 @@ def training_report(rows, summary) -> str:
     return "\n".join(out)
 
 
+def interval_lines(info: dict) -> list[str]:
+    """The coverage line and one line per kind's width."""
+    if not info:
+        return []
+    c = info["coverage"]
+    lvl = f"{round(100 * c['level'])}%"
+    if "excluded" in c:  # the shipped intervals on this file
+        if not c["n"]:
+            return [f"{lvl} intervals: no row to score honestly "
+                    f"({c['excluded']} fitted the calibration or the intervals)"]
+        return [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * c['coverage']:.0f}%; "
+                f"shipped intervals, {c['excluded']} rows they or the calibration were fitted on left out)"]
+    out = [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * (c['coverage'] or 0):.0f}%; "
+           "each row's interval fitted on the other sources' cross-validated errors)"]
+    for k, e in info["kinds"].items():
+        out.append(f"  {k:<22} throughput x{e['speed_factor_low']:.2f} to x{e['speed_factor_high']:.2f} "
+                   f"({e['residuals']} residuals{'; ' + e['pooled'] if e['pooled'] else ''})")
+    return out
+
+
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
@@ -161,9 +181,12 @@ def training_report(rows, summary) -> str:
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
+@click.option("--write-intervals", type=click.Path(dir_okay=False),
+              help="With --cross-validate: write the prediction intervals per kind of forecast fitted on these "
+                   "residuals to this file (flopcast ships src/flopcast/catalog/data/uncertainty.yaml).")
 @calibration_option
 @csv_option
-def validate(file, as_json, out, cross_validate, calibration, csv_path):
+def validate(file, as_json, out, cross_validate, write_intervals, calibration, csv_path):
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
@@ -176,7 +199,10 @@ def validate(file, as_json, out, cross_validate, calibration, csv_path):
         for f in files_of(file):
             prepare_out(out, str(f))
     with Progress("refitting without each source", unit="sources", enabled=cross_validate and not as_json) as bar:
-        res = api.validate(file, cross_validate=cross_validate, calibration=calibration, progress=bar)
+        res = api.validate(file, cross_validate=cross_validate, calibration=calibration, progress=bar,
+                           write_intervals=write_intervals)
+    if write_intervals and res.summary.get("intervals"):
+        click.echo(f"wrote {res.schema} intervals to {write_intervals}", err=True)
     write_csv(csv_path, res)
     if out and res.schema == "serving":
         _write_csv(out, SERVING_OUT, _serving_out_rows(res.to_dict()["rows"]), "figure")
@@ -185,9 +211,10 @@ def validate(file, as_json, out, cross_validate, calibration, csv_path):
     if as_json:
         click.echo(to_json(res.to_dict()))
     elif res.schema == "serving":
-        click.echo(serving_report(res.to_dict()))
+        click.echo("\n".join([serving_report(res.to_dict()), *interval_lines(res.summary.get("intervals"))]))
     else:
-        click.echo(training_report(res.records, res.summary))
+        intervals = interval_lines(res.summary.get("intervals"))
+        click.echo("\n".join([training_report(res.records, res.summary), *intervals]))
 
 
 @click.command()

@@ -69,7 +69,8 @@ def deepseek_recipe(m: Model, recompute):
     return (recompute == Recompute.SELECTIVE) & bool(m.mla)
 
 
-def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False):
+def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False,
+                           quantized_bytes=1.0):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
 
     s is the sequence chunk on this chip (seq / cp), b the micro-batch, t the tp degree.
@@ -81,6 +82,7 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
     router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
     Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`).
+    quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
@@ -90,7 +92,7 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         replicated_bytes = ACT_BYTES * rep + 2 * mask * h
         sharded_bytes = ACT_BYTES * shd
         if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
-            one_byte = np.where(fp8, ACT_BYTES - 1.0, 0.0)  # saved by keeping FP8 GEMM inputs at one byte
+            one_byte = np.where(fp8, ACT_BYTES - quantized_bytes, 0.0)  # saved by keeping GEMM inputs quantized
             replicated_bytes = replicated_bytes - one_byte * rep_fp8
             sharded_bytes = sharded_bytes - one_byte * shd_fp8
         return np.where(sp, (replicated_bytes + sharded_bytes) / t, replicated_bytes + sharded_bytes / t)

@@ -24,7 +24,7 @@ TRAINING = {
     "neuron": "neuron:nxd_training",
     "maxtext": "maxtext:maxtext",
 }
-SERVING: dict[str, str] = {}
+SERVING: dict[str, str] = {"vllm": "engines:vllm_serve", "llama.cpp": "engines:llama_server"}
 # chip families (by prefix) each training framework runs on: Megatron-LM on NVIDIA and (ROCm/Megatron-LM) AMD
 # GPUs, Megatron-Bridge on NVIDIA GPUs, NxD Training on Trainium, MaxText on TPUs and NVIDIA/AMD GPUs
 RUNS_ON = {"megatron": ("nvidia", "amd"), "nemo": ("nvidia",), "neuron": ("trainium",),

@@ -15,10 +15,27 @@ class Dtype(IntEnum):
     FP16 = 3
     FP8 = 4
     INT8 = 5
+    # 4-bit E2M1 elements in blocks of 16 with an E4M3 scale per block and an FP32 scale per tensor
+    # (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv:2509.25149, 2025, sec. 2)
+    NVFP4 = 6
+    # 4-bit E2M1 elements in blocks of 32 with a shared E8M0 (power-of-two) scale (OCP Microscaling Formats
+    # (MX) Specification v1.0, 2023, sec. 5)
+    MXFP4 = 7
 
     @property
     def label(self) -> str:
         return self.name.lower()
+
+    @property
+    def quantized(self) -> bool:
+        """GEMMs in a narrow format (FP8, INT8, FP4), attention, norms and the rest in BF16."""
+        return self in QUANTIZED
+
+    @property
+    def gemm_bytes(self) -> float:
+        """Bytes per GEMM operand element, the block scales included: NVFP4 4 bits + one 1-byte scale per 16,
+        MXFP4 4 bits + one 1-byte scale per 32 (the per-tensor FP32 scale is negligible)."""
+        return GEMM_BYTES[self]
 
     @classmethod
     def parse(cls, text: str) -> Dtype:
@@ -32,6 +49,11 @@ class Dtype(IntEnum):
             from ..errors import FlopcastError
 
             raise FlopcastError(f"unknown dtype {text!r}; valid: {valid}") from None
+
+
+QUANTIZED = frozenset({Dtype.FP8, Dtype.INT8, Dtype.NVFP4, Dtype.MXFP4})
+GEMM_BYTES = {Dtype.FP32: 4.0, Dtype.TF32: 4.0, Dtype.BF16: 2.0, Dtype.FP16: 2.0, Dtype.FP8: 1.0, Dtype.INT8: 1.0,
+              Dtype.NVFP4: 0.5 + 1 / 16, Dtype.MXFP4: 0.5 + 1 / 32}
 
 
 class Topology(str, Enum):
@@ -118,6 +140,21 @@ class System:
     @property
     def max_chips(self) -> int:
         return self.tiers[-1].size if self.tiers else self.chips_per_node
+
+    @property
+    def tp_domain(self) -> int:
+        """Chips one tensor-parallel group may span: one node, or on a TPU slice the whole ICI torus.
+
+        A TPU's hosts hold 4-8 chips but ICI joins every chip of the slice as a 2D/3D torus with no switch
+        or NIC between hosts, and TPU frameworks shard a model's tensors over any mesh axis of it (Austin et
+        al. 2025, "How to Scale Your Model", sections 3 and 5: collectives run as one ring per torus
+        dimension); the collective model (cost/comm.py) already prices a group by the torus dimensions it
+        spans. NVLink/NeuronLink domains that equal the node keep tensor parallelism within the node."""
+        first = self.tiers[0] if self.tiers else None
+        if (first is not None and not first.scale_out and first.topology in (Topology.TORUS2D, Topology.TORUS3D)
+                and self.chip.family == "tpu" and first.size > self.chips_per_node):
+            return first.size
+        return self.chips_per_node
 
     @property
     def price_per_chip_hour(self) -> float | None:

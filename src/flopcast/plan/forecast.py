@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import catalog, limits
-from ..cost import calibrations
+from ..cost import calibrations, uncertainty
+from ..cost.uncertainty import Interval
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
@@ -54,6 +55,8 @@ class TrainResult(Tabular):
     calibration_basis: str = ""
     notes: tuple = ()
     search_summary: dict = field(default_factory=dict)
+    # the prediction interval of this kind of forecast (cost/uncertainty.py); None without uncertainty.yaml
+    interval: Interval | None = None
 
     @property
     def chips_used(self) -> int:
@@ -145,7 +148,29 @@ class TrainResult(Tabular):
             out["expected_time_to_train"] = self.expected.never_finishes_reason()
         return out
 
+    def scaled(self, factor: float) -> TrainResult:
+        """The same forecast with throughput times `factor` (step time divided by it): an interval's end."""
+        f = factor
+        return replace(self, step_time_s=self.step_time_s / f, tokens_per_s=self.tokens_per_s * f,
+                       tokens_per_s_per_chip=self.tokens_per_s_per_chip * f,
+                       model_tflops_per_chip=self.model_tflops_per_chip * f, mfu=self.mfu * f, hfu=self.hfu * f,
+                       interval=None)
+
+    def bounds(self) -> dict:
+        """key -> (low, high) of every headline figure under the prediction interval; {} without one.
+
+        Each end is the whole forecast recomputed at the interval's slow or fast throughput, so figures that
+        are not proportional to it (expected time with failures) follow their own formulas."""
+        if self.interval is None:
+            return {}
+        slow, fast = self.scaled(self.interval.low).to_dict(), self.scaled(self.interval.high).to_dict()
+        return {k: tuple(sorted((slow[k], fast[k]))) for k in uncertainty.TRAINING_KEYS
+                if slow.get(k) is not None and fast.get(k) is not None}
+
     def to_dict(self) -> dict:
+        return uncertainty.with_bounds(self._dict(), self.bounds(), self.interval)
+
+    def _dict(self) -> dict:
         mem = self.memory_breakdown_bytes
         d = {
             "model": self.model.label,
@@ -246,15 +271,16 @@ def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
 
 def _check_pinned(m: Model, system: System, layout: dict):
     """One sentence per pinned field that cannot work whatever the other fields are."""
-    chip, node = system.chip, system.chips_per_node
+    chip, node = system.chip, system.tp_domain
     check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
     if tp is not None:
         splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
         valid_tp = _valid_divisors(m.heads, node, splits_kv)
         if tp > node:
-            raise FlopcastError(f"`tp={tp}` exceeds the {node} chips of one {system.id} node; tensor parallelism "
-                                f"stays within a node (valid: {valid_tp})")
+            where = "node" if node == system.chips_per_node else "ICI slice"
+            raise FlopcastError(f"`tp={tp}` exceeds the {node} chips of one {system.id} {where}; tensor parallelism "
+                                f"stays within a {where} (valid: {valid_tp})")
         if m.heads % tp or not splits_kv(tp):
             raise FlopcastError(f"`tp={tp}` must divide the {m.heads} attention heads ({m.kv_heads} KV heads); "
                                 f"valid on {system.id}: {valid_tp}")
@@ -297,7 +323,7 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
     rule = broken[0]
     detail = {
         "tp divides the attention heads": f"tp={layout.tp}, heads={model.heads}, kv heads={model.kv_heads}",
-        "tp fits within one node": f"tp={layout.tp}, {system.id} has {system.chips_per_node} chips per node",
+        "tp fits within one node": f"tp={layout.tp}, {system.id} joins {system.tp_domain} chips by its scale-up fabric",
         "pp x vp does not exceed the layers": f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
         "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, "
                                                       f"micro-batch {layout.micro_batch}",
@@ -329,7 +355,7 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
         mfu=g("mfu") * layout.chips / chips, hfu=g("hfu") * layout.chips / chips,
         tokens=tokens, layout_source=layout_source, chosen_fields=tuple(chosen),
         calibration_basis=cal.basis(system.chip), notes=tuple(notes) + hf.result_notes(model),
-        search_summary=summary or {},
+        search_summary=summary or {}, interval=uncertainty.training_interval(cal, system.chip, bool(model.moe)),
     )
 
 

@@ -36,17 +36,31 @@ LAYER_FIELDS = ("tp", "cp", "ep", "micro_batch", "sequence_parallel", "dtype")
 DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vp", "schedule")
 
 
+# Share of the linear-layer GEMM FLOPs a 4-bit recipe keeps in BF16: NVIDIA's NVFP4 pretraining recipe runs
+# the forward, data-gradient and weight-gradient GEMMs of the linear layers in FP4 except about 16% of them
+# (the 12B model's first two and last eight blocks), and keeps embeddings, the output head, attention and
+# norms in BF16 (arXiv:2509.25149, sec. 4.1 "Linear layers in higher precision"); its MXFP4 comparison
+# uses the same recipe. FP8 (Transformer Engine) and INT8 (AQT) recipes quantize every linear layer.
+FP4_BF16_GEMM_SHARE = 0.16
+QUANTIZED_CODES = np.array(sorted(d for d in Dtype if d.quantized))
+GEMM_BYTES = np.array([d.gemm_bytes for d in Dtype])
+
+
 def _peaks(chip, dtypes: np.ndarray):
-    """(GEMM peak, attention/elementwise peak) per layout; NaN where the chip lacks the dtype."""
+    """(nominal GEMM peak, effective GEMM peak, attention/elementwise peak) per layout; NaN where the chip
+    lacks the dtype. The effective peak of a 4-bit recipe mixes in BF16 for FP4_BF16_GEMM_SHARE of the
+    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by."""
     table = np.full(len(Dtype), np.nan)
     for d in Dtype:
         try:
             table[d] = chip.peak(d)
         except ValueError:
             pass
-    gemm = table[dtypes]
-    attn = table[np.where(dtypes == Dtype.FP8, Dtype.BF16, dtypes)]
-    return gemm, attn
+    nominal = table[dtypes]
+    fp4 = (dtypes == Dtype.NVFP4) | (dtypes == Dtype.MXFP4)
+    mixed = 1.0 / ((1.0 - FP4_BF16_GEMM_SHARE) / nominal + FP4_BF16_GEMM_SHARE / table[Dtype.BF16])
+    attn = table[np.where(np.isin(dtypes, QUANTIZED_CODES), Dtype.BF16, dtypes)]
+    return nominal, np.where(fp4, mixed, nominal), attn
 
 
 def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -98,11 +112,14 @@ def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
     fam = cal.for_chip(system.chip)
     f = {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
     tp, dtype = f["tp"], lb.dtype
-    peak_gemm, peak_attn = _peaks(system.chip, dtype)
+    peak_nominal, peak_gemm, peak_attn = _peaks(system.chip, dtype)
+    # fp8: GEMMs in any narrow format (FP8, INT8, NVFP4, MXFP4); every one takes the family's fitted
+    # low-precision (FP8) GEMM efficiency, no FP4 or INT8 training run being in the calibration data
+    quantized = np.isin(dtype, QUANTIZED_CODES)
     x = dict(tp=tp, cp=f["cp"], ep=f["ep"], b=f["micro_batch"], sp=lb.sequence_parallel.astype(bool) & (tp > 1),
              T=f["micro_batch"] * model.seq_len / f["cp"], peak_gemm=peak_gemm, peak_attn=peak_attn,
-             gemm_eff=np.where(dtype == Dtype.FP8, fam.gemm_fp8, fam.gemm), fp8=dtype == Dtype.FP8,
-             operand_bytes=np.where(dtype == Dtype.FP8, 1.0, np.where(dtype <= Dtype.TF32, 4.0, 2.0)))
+             peak_nominal=peak_nominal, gemm_eff=np.where(quantized, fam.gemm_fp8, fam.gemm), fp8=quantized,
+             operand_bytes=GEMM_BYTES[dtype])
     # Layer times depend on LAYER_FIELDS only, which a search repeats over many layouts: compute them
     # once per distinct combination and spread them back (the same numbers, far fewer operations).
     first, inverse = _distinct(lb, LAYER_FIELDS, dedupe)
@@ -310,7 +327,8 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
     def act(rc):
         return sum(n * memory.layer_activation_bytes(model, model.seq_len / c.f["cp"], c.f["micro_batch"], tp,
                                                      sp=c.x["sp"], recompute=rc, moe_layer=is_moe,
-                                                     flash=c.software.flash_attention, fp8=fp8)
+                                                     flash=c.software.flash_attention, fp8=fp8,
+                                                     quantized_bytes=c.x["operand_bytes"])
                    for n, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(lb.recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(c.f["pp"], c.v, c.m, lb.schedule)
@@ -323,11 +341,12 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
                            first + model.mtp_layers * act_layer * inflight
                            + memory.logits_bytes(T, model.vocab, tp) * (1 + model.mtp_layers))
     gathered = np.where(lb.sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
-    # FP8: the GEMMs read a one-byte quantized copy of the 16-bit weights, kept across micro-batches
-    # (Transformer Engine documentation, "Low precision training / Performance considerations / Memory usage")
+    # FP8 (and INT8, FP4): the GEMMs read a quantized copy of the 16-bit weights (scales included), kept across
+    # micro-batches (Transformer Engine documentation, "Low precision training / Performance considerations /
+    # Memory usage")
     other = reserve_bytes + gathered
     if fp8.any():
-        other = other + np.where(fp8, (weights + gathered) / memory.WEIGHT_BYTES, 0.0)
+        other = other + np.where(fp8, (weights + gathered) / memory.WEIGHT_BYTES * c.x["operand_bytes"], 0.0)
     return {"weights": weights, "grads": grads, "optimizer": optim, "activations": activations, "other": other}
 
 
@@ -356,7 +375,7 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
 def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     step = sum(parts.values())
     mem_total = sum(mem.values())
-    f, model, peak = c.f, c.model, c.x["peak_gemm"]
+    f, model, peak = c.f, c.model, c.x["peak_nominal"]
     chips = f["tp"] * f["pp"] * f["dp"] * f["cp"]
     tokens = f["global_batch"] * model.seq_len
     flops_per_token = model_flops_per_token(model)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import catalog
 from ..cost import inference as inf
+from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
@@ -183,7 +184,8 @@ def _compare(rows, efficiency_table=None) -> list[dict]:
             p = figures[metric]
             out.append({**base, "metric": metric, "status": "ok", "reason": "", "predicted": p,
                         "measured": value, "error_pct": 100.0 * (p - value) / value,
-                        "engine_family": d.family, "assumed": assumed})
+                        "engine_family": d.family, "chip": d.system.chip.id, "moe": bool(d.model.moe),
+                        "assumed": assumed})
     return out
 
 
@@ -228,7 +230,15 @@ def validate_inference(path, calibration=None) -> dict:
 
     calibration: None (the shipped inference_calibration.yaml), a path to one, or a
     dict family -> EngineEfficiency."""
-    rows = _compare(_read(path), _table(calibration))
+    table = _table(calibration)
+    rows = _compare(_read(path), table)
+    # each figure's kind of forecast, for its interval: whether the shipped calibration's rows include its chip
+    # or its engine family (a family the table in use lacks is unseen)
+    fitted = inf.calibration_hardware()
+    for r in rows:
+        if r["status"] == "ok":
+            fam = r["engine_family"] if table is None or r["engine_family"] in table else None
+            r["kind"] = serving_kind(r["chip"], fam, fitted, r.get("moe", False))
     return {"rows": rows, "summary": summarize(rows)}
 
 
@@ -325,5 +335,22 @@ def cross_validate_inference(path) -> dict:
         train = [r for r in rows if r["source"] != src]
         held = [r for r in rows if r["source"] == src]
         table = fit_families(train)
-        out.extend(_compare(held, table))
+        seen = _chips_per_family(train)
+        for r in _compare(held, table):
+            if r["status"] == "ok":
+                # the kind of forecast this fold made: whether its fit saw the row's chip or engine family
+                fam = r.get("engine_family")
+                r["kind"] = serving_kind(r["chip"], fam if fam in table else None, seen, r.get("moe", False))
+            out.append(r)
     return {"rows": out, "summary": summarize(out)}
+
+
+def _chips_per_family(rows) -> dict:
+    out: dict[str, set] = {}
+    for row in rows:
+        try:
+            d = configure(row, {})[0]
+        except (FlopcastError, KeyError, ValueError):
+            continue
+        out.setdefault(d.family, set()).add(d.system.chip.id)
+    return out

@@ -7,7 +7,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...errors import FlopcastError
+from ..uncertainty import SERVING_KEYS, Interval, serving_interval, with_bounds
 from .cpu import instance_bandwidth
+from .engines import calibration_hardware
 from .footprint import max_batch, memory
 from .replica import Deployment, compute_peak
 from .roofline import decode_time, decode_window, prefill_time
@@ -34,8 +36,20 @@ class InferenceResult:
     decode_breakdown_s: dict
     prefill_breakdown_s: dict
     assumptions: tuple = ()
+    interval: Interval | None = None  # the prediction interval of this kind of forecast (cost/uncertainty.py)
+
+    def bounds(self) -> dict:
+        """key -> (low, high) of the headline figures under the prediction interval; {} without one."""
+        i, d = self.interval, self._dict()
+        if i is None:
+            return {}
+        speeds = ("decode_tokens_per_s_per_stream", "output_tokens_per_s_total", "prefill_tokens_per_s")
+        return {k: (i.speed(d[k]) if k in speeds else i.time(d[k])) for k in SERVING_KEYS if d.get(k) is not None}
 
     def to_dict(self) -> dict:
+        return with_bounds(self._dict(), self.bounds(), self.interval)
+
+    def _dict(self) -> dict:
         d = self.deployment
         return {
             "model": d.model.label, "hardware": d.system.id, "chips": d.tp * d.replicas, "tp": d.tp,
@@ -80,7 +94,8 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) ->
         d, batch, input_tokens, output_tokens, ttft, tpot, t_pre, ttft + (output_tokens - 1) * tpot,
         1.0 / tpot, total, batch * max(input_tokens, 1) / t_pre, mem, cap, fits,
         max_batch(d, input_tokens + output_tokens), cost,
-        {k: float(v) for k, v in dec_parts.items()}, {k: float(v) for k, v in pre_parts.items()}, tuple(notes))
+        {k: float(v) for k, v in dec_parts.items()}, {k: float(v) for k, v in pre_parts.items()}, tuple(notes),
+        serving_interval(d.system.chip.id, d.family, calibration_hardware(), bool(d.model.moe)))
 
 
 def thread_sweep(d: Deployment, threads, context: float = 64.0):

@@ -13,6 +13,8 @@ which equals step_time exactly and costs a few float operations per iteration.
 
 from .capacity import SPAN_HORIZONS, find_capacity
 from .config import Routing, Scheduler, ServingConfig, parse_choice
+from .interval import bounds as interval_bounds
+from .interval import with_bounds as with_interval
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
 from .requests import Requests, lengths, poisson_requests, read_trace
@@ -20,7 +22,8 @@ from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
 __all__ = [
-    "ARRIVAL", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "Outcome", "Replica", "Requests", "Routing",
+    "ARRIVAL", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval", "Outcome",
+    "Replica", "Requests", "Routing",
     "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",
     "poisson_requests", "read_trace", "simulate", "summarize",
 ]

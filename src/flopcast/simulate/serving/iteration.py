@@ -22,6 +22,13 @@ class IterationCost:
     logit_bytes_s: float  # seconds to stream the output layer once
     attn_pair_s: float  # seconds per query-key pair (compute side)
     attn_kv_s: float  # seconds per KV token read
+    speed: float = 1.0  # every time divided by it: an end of the forecast's prediction interval
+
+    def scaled(self, speed: float) -> IterationCost:
+        """The same costs on an engine `speed` times as fast (speed < 1: slower)."""
+        f = speed / self.speed
+        return IterationCost(tuple(t / f for t in self.dense), self.logit_flop_s / f, self.logit_bytes_s / f,
+                             self.attn_pair_s / f, self.attn_kv_s / f, speed)
 
     @classmethod
     def of(cls, d: inf.Deployment, max_tokens: int) -> IterationCost:

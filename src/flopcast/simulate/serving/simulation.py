@@ -52,14 +52,16 @@ class Replica:
 
 
 def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
-             record: bool = False, cost: IterationCost | None = None) -> ServingResult:
-    """Run the requests through `config.replicas` replicas of deployment `d`; returns latency percentiles etc."""
+             record: bool = False, cost: IterationCost | None = None, speed: float = 1.0) -> ServingResult:
+    """Run the requests through `config.replicas` replicas of deployment `d`; returns latency percentiles etc.
+
+    speed: every batch iteration `speed` times as fast as the roofline says (an end of its prediction interval)."""
     if config.replicas < 1:
         raise FlopcastError(f"--replicas must be at least 1, got {config.replicas}")
     if inf.kv_capacity_tokens(d) < 1:
         raise FlopcastError(f"{d.model.label} in {d.weights.name} does not fit in {d.system.id} with tp {d.tp}: "
                             "no memory left for a KV cache; use more chips or a smaller --weights format")
-    sim = Simulation(d, reqs, config, cost, seed, record)
+    sim = Simulation(d, reqs, config, cost, seed, record, speed)
     sim.run()
     return summarize(d, reqs, config, sim.outcome())
 
@@ -68,14 +70,14 @@ class Simulation:
     """One run: per-request state in lists indexed by request id, the replicas, the event engine."""
 
     def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
-                 seed: int, record: bool):
+                 seed: int, record: bool, speed: float = 1.0):
         self.d, self.config, self.record = d, config, record
         self.cap = inf.kv_capacity_tokens(d)  # KV tokens a replica holds
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
         self.static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
         self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
         self.max_seqs = config.max_seqs
-        self.cost = cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)
+        self.cost = (cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)).scaled(speed)
         self.ct = self.cost.time
         self.spec = d.speculation  # speculative decoding: schedulers time a decode step per expected token
         self.spec_tokens = d.speculation.expected_tokens if d.speculation else 1.0
@@ -261,4 +263,4 @@ class Simulation:
         if tokens < len(self.cost.dense):
             return self.ct(tokens, seqs, kv, pairs)
         t, _ = inf.step_time(self.d, tokens, seqs, kv, pairs)
-        return float(t)
+        return float(t) / self.cost.speed

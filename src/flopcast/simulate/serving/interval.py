@@ -1,0 +1,44 @@
+"""A serving run's prediction interval: the same requests with every batch iteration at the slow and the fast
+end of the deployment's interval (cost/uncertainty.py). Under load, latency is not proportional to the
+iteration time (queues grow faster than service slows), so each end is simulated, not scaled."""
+
+from __future__ import annotations
+
+from ...cost import inference as inf
+from .config import ServingConfig
+from .requests import Requests
+from .simulation import simulate
+
+PERCENTILES = ("p50", "p90", "p99", "mean")
+LATENCIES = ("ttft_s", "tpot_s", "e2e_s")
+RATES = ("throughput_requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "slo_attainment",
+         "cost_per_million_output_tokens_usd", "cost_per_million_tokens_usd")
+
+
+def _pair(a, b):
+    return None if a is None or b is None else (min(a, b), max(a, b))
+
+
+def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, seed: int = 0) -> dict:
+    """key -> (low, high), latency keys -> {percentile: (low, high)}; {} without an interval."""
+    if interval is None:
+        return {}
+    slow = simulate(d, reqs, config, seed=seed, speed=interval.low).to_dict()
+    fast = simulate(d, reqs, config, seed=seed, speed=interval.high).to_dict()
+    out = {k: {p: _pair(slow[k][p], fast[k][p]) for p in PERCENTILES} for k in LATENCIES}
+    out.update({k: _pair(slow[k], fast[k]) for k in RATES})
+    return out
+
+
+def with_bounds(d: dict, b: dict, interval) -> dict:
+    """A run's dict with KEY_low and KEY_high after each key that has bounds, and the interval described."""
+    out = {}
+    for k, v in d.items():
+        out[k] = v
+        if k in LATENCIES and k in b:
+            out[f"{k}_low"] = {p: (e[0] if e else None) for p, e in b[k].items()}
+            out[f"{k}_high"] = {p: (e[1] if e else None) for p, e in b[k].items()}
+        elif b.get(k):
+            out[f"{k}_low"], out[f"{k}_high"] = b[k]
+    out["interval"] = None if interval is None else interval.to_dict()
+    return out
