@@ -10,6 +10,7 @@ from ..progress import Progress
 from ..units import DAY, fmt_count
 from .options import calibration_option, csv_option, economics_options, layout_from, layout_options, report_options
 from .render import echo_json, emit_report, write_csv
+from ..report.text_table import Column, render
 
 
 def _reports():
@@ -65,15 +66,7 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     click.echo(f"{out.candidates:,} candidates evaluated in {out.wall_s:.2f} s ({out.candidates_per_s:,.0f}/s); "
                f"{out.valid:,} valid, {out.fit:,} fit in memory")
     if rows:
-        head = f"{'#':>3} {'step s':>9} {'tok/s/chip':>11} {'MFU %':>6} {'GiB/chip':>9} "
-        head += f"{'days':>8} {'w/faults':>8} " if n_tokens else ""
-        head += f"{'idle':>5}  layout"
-        click.echo(head)
-        for k, r in enumerate(rows, 1):
-            line = (f"{k:>3} {r.step_time_s:>9.3f} {r.tokens_per_s_per_chip:>11,.0f} "
-                    f"{100 * r.mfu:>6.1f} {r.memory_gib:>9.1f} ")
-            line += f"{r.time_to_train_s / DAY:>8.1f} {r.expected.expected_s / DAY:>8.1f} " if n_tokens else ""
-            line += f"{r.idle_chips:>5}  {r.layout.describe()}"
+        for line in _search_table(rows, n_tokens):
             click.echo(line)
     else:
         click.echo("no layout fits")
@@ -85,6 +78,19 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
 
 def _days(s: float) -> str:
     return f"{s / DAY:,.1f} days"
+
+
+def _search_table(rows, n_tokens) -> list[str]:
+    cols = [Column("#", "d"), Column("step s", ",.3f"), Column("tok/s/chip", ",.0f"), Column("MFU %", ",.1f"),
+            Column("GiB/chip", ",.1f")]
+    cols += [Column("days", ",.1f"), Column("w/faults days", ",.1f")] if n_tokens else []
+    cols += [Column("idle chips", ",d"), Column("layout", text=True)]
+    body = []
+    for k, r in enumerate(rows, 1):
+        days = [r.time_to_train_s / DAY, r.expected.expected_s / DAY] if n_tokens else []
+        body.append([k, r.step_time_s, r.tokens_per_s_per_chip, 100 * r.mfu, r.memory_gib, *days, r.idle_chips,
+                     r.layout.describe()])
+    return render(cols, body)
 
 
 def _point_line(p) -> str:
