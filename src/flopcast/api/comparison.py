@@ -31,7 +31,7 @@ class CompareServingResult(Tabular):
     def head(self) -> dict:
         cfg = self.config
         return {"workload": "serve", "model": self.model.label, "scheduler": cfg.scheduler.value,
-                "slo_ttft_s": cfg.slo_ttft_s, "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9,
+                "slo_ttft_s": cfg.slo_ttft_s, "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": S.ATTAINMENT,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
     def to_dict(self) -> dict:

@@ -56,7 +56,7 @@ class DeployResult(Tabular):
     def to_dict(self) -> dict:
         cfg = self.config
         return {"workload": "deploy", "model": self.model.label, "slo_ttft_s": cfg.slo_ttft_s,
-                "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": 0.9, "qps": self.qps,
+                "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": D.ATTAINMENT, "qps": self.qps,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "systems": {k: outcome_dict(v) for k, v in self.systems.items()}}
 

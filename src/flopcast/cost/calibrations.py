@@ -79,34 +79,40 @@ def _other(k: str) -> str:
     return {"training": "a serving", "serving": "a training"}[k]
 
 
-def training(value=None) -> Calibration:
-    """The training calibration to predict with: None (the shipped one), a Calibration, or a file's path."""
+def _resolve(value, kind: str, shipped, given_type):
+    """None: the shipped calibration of `kind`; an object of `given_type` as it is; else a file's path of that kind."""
     if value is None:
-        from ..catalog import calibration
-
-        return calibration()
-    if isinstance(value, Calibration):
+        return shipped()
+    if isinstance(value, given_type):
         return value
     k, cal = read(value)
-    if k != "training":
-        raise FlopcastError(f"calibration {value} is a serving calibration (engine families); training predictions "
-                            f"take {_other(k)} one, written by `flopcast calibrate` on a training CSV")
+    if k != kind:
+        what = {"training": "chip families", "serving": "engine families"}[k]
+        raise FlopcastError(f"calibration {value} is a {k} calibration ({what}); {kind} predictions "
+                            f"take {_other(k)} one, written by `flopcast calibrate` on a {kind} CSV")
     return cal
+
+
+def _shipped_training() -> Calibration:
+    from ..catalog import calibration
+
+    return calibration()
+
+
+def _shipped_serving() -> dict:
+    from .inference import load_inference_calibration
+
+    return load_inference_calibration()
+
+
+def training(value=None) -> Calibration:
+    """The training calibration to predict with: None (the shipped one), a Calibration, or a file's path."""
+    return _resolve(value, "training", _shipped_training, Calibration)
 
 
 def serving(value=None) -> dict:
     """The engine-family efficiencies to serve with: None (the shipped ones), a mapping, or a file's path."""
-    if value is None:
-        from .inference import load_inference_calibration
-
-        return load_inference_calibration()
-    if isinstance(value, dict):
-        return value
-    k, table = read(value)
-    if k != "serving":
-        raise FlopcastError(f"calibration {value} is a training calibration (chip families); serving predictions "
-                            f"take {_other(k)} one, written by `flopcast calibrate` on a serving CSV")
-    return table
+    return _resolve(value, "serving", _shipped_serving, dict)
 
 
 def pair(value=None) -> tuple[Calibration, dict]:

@@ -56,6 +56,11 @@ class Rates:
     pue_source: str
 
 
+def _first(*choices) -> tuple:
+    """(value, its kind) of the first choice that is known, else (None, "none")."""
+    return next(((float(v), k) for v, k in choices if v is not None), (None, "none"))
+
+
 def rates_for(system, price_per_hour: float | None = None, power_w: float | None = None,
               pue: float | None = None) -> Rates:
     """The price and power of a node of `system`; the user's values win over the catalog's."""
@@ -64,23 +69,10 @@ def rates_for(system, price_per_hour: float | None = None, power_w: float | None
             raise FlopcastError(f"`{name}` must be zero or more, got {v}")
     if pue is not None and not 1.0 <= pue <= 5.0:
         raise FlopcastError(f"`pue` must be between 1 and 5 (1 = no cooling or facility overhead), got {pue}")
-    if price_per_hour is not None:
-        price, kind = float(price_per_hour), "user"
-    elif system.price_per_hour is not None:
-        price, kind = system.price_per_hour, "on-demand"
-    elif getattr(system, "capacity_block_price_per_hour", None) is not None:
-        price, kind = system.capacity_block_price_per_hour, "capacity-block"
-    else:
-        price, kind = None, "none"
+    price, kind = _first((price_per_hour, "user"), (system.price_per_hour, "on-demand"),
+                         (system.capacity_block_price_per_hour, "capacity-block"))
     chip = system.chip
-    if power_w is not None:
-        chip_w, basis = float(power_w), "user"
-    elif chip.power is not None:
-        chip_w, basis = chip.power, "published"
-    elif getattr(chip, "power_estimate", None) is not None:
-        chip_w, basis = chip.power_estimate, "estimate"
-    else:
-        chip_w, basis = None, "none"
+    chip_w, basis = _first((power_w, "user"), (chip.power, "published"), (chip.power_estimate, "estimate"))
     host_w = HOST_POWER_W_PER_NODE if system.chip.kind == "accelerator" else 0.0
     p, src = (float(pue), "user") if pue is not None else default_pue(system)
     return Rates(price, kind, chip_w, basis, host_w, p, src)

@@ -31,6 +31,7 @@ from ..errors import FlopcastError
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import serving as S
+from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
 
 MAX_SIMULATIONS = 8
 # The roofline bound is a bound on the mean; the simulated capacity (90% of requests within the SLOs) can pass
@@ -42,7 +43,6 @@ BOUND_SLACK = 1.3
 SPAN = 8.0
 BACKLOG_GROWTH = 1.2
 MAX_UTILISATION = 0.9  # of the burst service rate (see capacity)
-ATTAINMENT = 0.9  # share of requests within both SLOs (goodput, DistServe, Zhong et al. 2024, sec. 2.2)
 MAX_VERIFY_REQUESTS = 60_000
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)

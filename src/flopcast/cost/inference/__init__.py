@@ -22,7 +22,7 @@ Every function here takes floats or numpy arrays for the batch and token counts.
 from ...model.system import Dtype
 from .cpu import cpu_bandwidth, instance_bandwidth
 from .engines import (
-    ACCELERATOR_FAMILIES, ENGINE_FAMILIES, PRIORS, STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_basis,
+    ACCELERATOR_FAMILIES, ENGINE_FAMILIES, PRIORS, STATIC_SHAPE_FAMILIES, EngineEfficiency,
     calibration_hardware, engine_family, family_efficiency, load_inference_calibration,
 )
 from .footprint import CPU_RESERVE_BYTES, RUNTIME_RESERVE, kv_capacity_tokens, max_batch, memory, reserve_bytes
@@ -30,7 +30,7 @@ from .formats import (
     KV_BYTES, Q6_K_BITS, WEIGHT_ALIASES, WEIGHT_FORMATS, WeightFormat, effective_context, kv_bytes_per_token,
     kv_element_bytes, weight_bytes, weight_format,
 )
-from .replica import NEURON_LOGICAL_CORES, Deployment, compute_peak, deployment
+from .replica import NEURON_LOGICAL_CORES, Deployment, calibration_basis, compute_peak, deployment
 from .request import InferenceResult, graviton4_assumptions, predict, thread_sweep
 from .roofline import decode_time, decode_window, prefill_time, step_time
 

@@ -8,14 +8,10 @@ and stored in catalog/data/inference_calibration.yaml.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...model.system import System
-
-if TYPE_CHECKING:
-    from .replica import Deployment
 
 
 @dataclass(frozen=True)
@@ -92,18 +88,6 @@ def _inference_calibration_file() -> dict:
 def calibration_hardware() -> dict:
     """family -> chip ids whose measured rows fitted it (inference_calibration.yaml provenance)."""
     return (_inference_calibration_file().get("provenance") or {}).get("hardware_per_family") or {}
-
-
-def calibration_basis(d: Deployment) -> str:
-    """One line: whose measured rows the deployment's engine efficiencies come from."""
-    fitted_on = calibration_hardware().get(d.family) or []
-    chip = d.system.chip.id
-    if not fitted_on:
-        return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
-    if chip in fitted_on:
-        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
-    return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
-            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
 
 
 def load_inference_calibration() -> dict:

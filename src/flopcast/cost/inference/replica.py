@@ -14,8 +14,8 @@ from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
 from .cpu import cpu_bandwidth, instance_bandwidth
-from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, engine_family, family_efficiency,
-                      load_inference_calibration)
+from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
+                      family_efficiency, load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
 
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
@@ -202,3 +202,15 @@ def _layout_notes(d: Deployment) -> list[str]:
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
                      f"{d.kv_replication:g}x")
     return notes
+
+
+def calibration_basis(d: Deployment) -> str:
+    """One line: whose measured rows the deployment's engine efficiencies come from."""
+    fitted_on = calibration_hardware().get(d.family) or []
+    chip = d.system.chip.id
+    if not fitted_on:
+        return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
+    if chip in fitted_on:
+        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+    return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
+            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")

@@ -11,7 +11,7 @@ dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens,
 which equals step_time exactly and costs a few float operations per iteration.
 """
 
-from .capacity import SPAN_HORIZONS, find_capacity
+from .capacity import ATTAINMENT, SPAN_HORIZONS, find_capacity
 from .config import Routing, Scheduler, ServingConfig, parse_choice
 from .interval import bounds as interval_bounds
 from .interval import with_bounds as with_interval
@@ -22,7 +22,8 @@ from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
 __all__ = [
-    "ARRIVAL", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval", "Outcome",
+    "ARRIVAL", "ATTAINMENT", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
+    "Outcome",
     "Replica", "Requests", "Routing",
     "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",
     "poisson_requests", "read_trace", "simulate", "summarize",

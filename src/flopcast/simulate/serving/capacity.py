@@ -15,6 +15,8 @@ from .simulation import simulate
 
 
 # Arrivals of a capacity run span this many SLO horizons (see find_capacity).
+# share of requests that must meet both SLOs at capacity (goodput, DistServe, Zhong et al. 2024, sec. 2.2)
+ATTAINMENT = 0.9
 SPAN_HORIZONS = 4.0
 # batch iterations one capacity search simulates in all (~4 us each: ~15 s); lenient targets at high rates
 # would otherwise run 33 rates x 50,000 requests; a search that needs more stops with a message (never a
@@ -23,7 +25,7 @@ CAPACITY_BUDGET = 3_500_000
 
 
 def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
-                  output_tokens="128", seed: int = 0, attainment: float = 0.9, iterations: int = 12,
+                  output_tokens="128", seed: int = 0, attainment: float = ATTAINMENT, iterations: int = 12,
                   max_requests: int = 50_000, start_qps: float = 0.5,
                   span_horizons: float = SPAN_HORIZONS):
     """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
