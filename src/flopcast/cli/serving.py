@@ -139,31 +139,40 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.option("--router", default="least-loaded", show_default=True,
               help="Routing over replicas: least-loaded or round-robin.")
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
+@click.option("--disaggregate", default=None, metavar="PxD",
+              help="Prefill and decode apart: P prefill and D decode replicas (e.g. 1x3), the KV cache sent between.")
+@click.option("--prefill-tp", type=click_type("tp"), default=None,
+              help="With --disaggregate: chips per prefill replica (default --tp, else what fits one instance).")
+@click.option("--decode-tp", type=click_type("tp"), default=None,
+              help="With --disaggregate: chips per decode replica (default --tp, else what fits one instance).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
           prefix_tokens, qps, requests, duration, input_tokens,
-          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
-          html, png):
+          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, disaggregate,
+          prefill_tp, decode_tp, as_json, html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
                     replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
+                    disaggregate=disaggregate, prefill_tp=prefill_tp, decode_tp=decode_tp, **(
                         {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     b, interval = out.bounds, out.interval
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
-        d, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300), input_tokens=input_tokens,
-        output_tokens=output_tokens, seed=seed, marked_qps=center))
+        out.target, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300),
+        input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, marked_qps=center))
     if as_json:
         echo_json(out.to_dict())
         return
     head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
            f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
            f"{cfg.scheduler.value} batching"
+    if out.disaggregated is not None:
+        head = f"{d.model.label} on {d.system.id}: {out.disaggregated.label}, {d.weights.name}, {d.family}"
     lines = [head]
     if capacity is not None:
         lines.append(f"  capacity at the SLOs     {capacity:.3g} requests/s (>= 90% of requests meet TTFT <= "
