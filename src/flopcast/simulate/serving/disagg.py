@@ -86,12 +86,13 @@ def disaggregated(prefill: inf.Deployment, decode: inf.Deployment, prefill_repli
 
 
 class DecodeReplica(Replica):
-    __slots__ = ("ready", "link_free_s")
+    __slots__ = ("ready", "link_free_s", "held")
 
     def __init__(self, idx):
         super().__init__(idx)
         self.ready = []  # requests whose KV cache has arrived, joining at the next step
         self.link_free_s = 0.0  # when the replica's incoming link finishes its queued transfers
+        self.held = 0  # requests with KV memory reserved here, in transfer or ready
 
 
 def decode_iteration(sim, rep, now: float):
@@ -101,6 +102,7 @@ def decode_iteration(sim, rep, now: float):
         for r in rep.ready:
             rep.pre_kv -= sim.prompt[r]
             sim.enter(rep, r)
+        rep.held -= len(rep.ready)
         rep.ready.clear()
     if rep.n_dec == 0:
         return ()
@@ -138,12 +140,14 @@ class DecodePool(Simulation):
         self.send(rep, now)
 
     def send(self, rep: DecodeReplica, now: float) -> None:
-        """Reserve KV memory for waiting requests, FCFS, and queue their transfers on the replica's link."""
+        """Reserve KV memory and a batch slot (max_seqs) for waiting requests, FCFS, and queue their transfers on the
+        replica's link; the rest wait for room (their first token with them)."""
         used = rep.ctx_sum + rep.pre_kv + rep.n_dec
         prompt, cap = self.prompt, self.cap
-        while rep.waiting and used + prompt[rep.waiting[0]] <= cap:
+        while rep.waiting and used + prompt[rep.waiting[0]] <= cap and rep.n_dec + rep.held < self.max_seqs:
             r = rep.waiting.popleft()
             used += prompt[r]
+            rep.held += 1
             rep.pre_kv += prompt[r]
             t = float(self.link.time_s(prompt[r] * self.token_bytes))
             rep.link_free_s = max(now, rep.link_free_s) + t
