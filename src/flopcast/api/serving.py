@@ -24,15 +24,17 @@ from .args import python_errors
 
 
 def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None,
-               calibration=None, speculative=None, spec_tokens=None, acceptance=None) -> inf.Deployment:
+               calibration=None, speculative=None, spec_tokens=None, acceptance=None, ep=None) -> inf.Deployment:
     """The deployment of `model` on `hardware` (names, files or catalog objects); `calibration`: a serving
     calibration file `calibrate` wrote, instead of the shipped one; `speculative` (draft, eagle, medusa, mtp)
-    with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py)."""
+    with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py); `ep`: 1, or
+    `tp` to split a MoE model's experts over the replica's chips with data-parallel attention."""
     m = model if not isinstance(model, str) else catalog.load_model(model)
     s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
     spec = speculation(speculative, spec_tokens, acceptance)
     return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                          inference_calibration=calibrations.serving(calibration), speculation=spec)
+                          inference_calibration=calibrations.serving(calibration), speculation=spec,
+                          ep=check("ep", ep))
 
 
 def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
@@ -70,7 +72,7 @@ class InferResult(Tabular):
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
           output_tokens: int = 128, calibration=None, speculative=None, spec_tokens=None,
-          acceptance=None) -> InferResult:
+          acceptance=None, ep: int | None = None) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
@@ -81,7 +83,8 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     batch, input_tokens = args.bounded("max_batch", batch, "batch"), check("input_tokens", input_tokens)
     output_tokens = check("output_tokens", output_tokens)
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
+                   ep=ep)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     if r.interval is not None:
@@ -163,7 +166,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
           router="least-loaded", find_capacity: bool = False, calibration=None, speculative=None,
           spec_tokens=None, acceptance=None, prefix_tokens: int = 0, disaggregate=None, prefill_tp: int | None = None,
-          decode_tp: int | None = None) -> ServeResult:
+          decode_tp: int | None = None, ep: int | None = None) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
@@ -179,7 +182,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     chips, tp, threads, qps = check("chips", chips), check("tp", tp), check("threads", threads), check("qps", qps)
     requests, seed, replicas = check("requests", requests), check("seed", seed), check("replicas", replicas)
     kw = dict(threads=threads, weights=weights, kv_dtype=kv_dtype, calibration=calibration, speculative=speculative,
-              spec_tokens=spec_tokens, acceptance=acceptance)
+              spec_tokens=spec_tokens, acceptance=acceptance, ep=ep)
     pd = None
     if disaggregate is not None:
         pd = _pools(model, hardware, disaggregate, chips, tp, check("tp", prefill_tp, label="`prefill_tp`"),

@@ -24,9 +24,16 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
     """`vllm serve` for `replicas` data-parallel replicas of deployment `d` (one instance)."""
     neuron = d.system.chip.family in ("trainium", "inferentia")
     tp = d.shards if neuron else d.tp
-    args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
-    if replicas > 1:
-        args.append(f"--data-parallel-size {replicas}")
+    missing = []
+    if d.expert_parallel:  # attention data-parallel over the replica's chips, experts split over them
+        args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp // d.tp}",
+                f"--data-parallel-size {d.ep}", "--enable-expert-parallel"]
+        if replicas > 1:
+            missing.append(f"replicas: {replicas} expert-parallel replicas, each its own server on its own chips")
+    else:
+        args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
+        if replicas > 1:
+            args.append(f"--data-parallel-size {replicas}")
     args += [f"--max-num-seqs {max_seqs}", f"--max-model-len {max_model_len}"]
     if d.weights.name == "fp8":
         args.append("--quantization fp8")
@@ -34,7 +41,7 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
         args.append("--kv-cache-dtype fp8")
     if prefix:
         args.append("--enable-prefix-caching")
-    assumed, missing = [f"model {d.model.label}: the catalog name; give the checkpoint's path or Hugging Face id"], []
+    assumed = [f"model {d.model.label}: the catalog name; give the checkpoint's path or Hugging Face id"]
     spec = d.speculation
     if spec is not None:
         conf = {"method": SPEC_METHODS[spec.method.value], "num_speculative_tokens": spec.k}

@@ -32,9 +32,11 @@ class Candidate:
     bound_batch: int = 0
     prefill_s: float = 0.0  # roofline seconds of one request's prefill (in a full prefill pass)
     decode_s: float = 0.0  # roofline seconds of one request's decode share (O steps at bound_batch, / bound_batch)
+    ep: int = 1  # tp: a MoE model's experts over the replica's chips, attention data-parallel
 
     @property
     def label(self) -> str:
-        share = (f"{self.replicas_per_instance} x TP{self.tp} per instance" if self.instances_per_replica == 1
-                 else f"TP{self.tp} over {self.instances_per_replica} instances")
+        layout = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}"
+        share = (f"{self.replicas_per_instance} x {layout} per instance" if self.instances_per_replica == 1
+                 else f"{layout} over {self.instances_per_replica} instances")
         return f"{share}, weights {self.weights}, KV {self.kv_dtype}, max batch {self.max_seqs}"

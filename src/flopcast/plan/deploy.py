@@ -1,9 +1,9 @@
 """Deployment search: how to serve a model on a system at the SLOs for the least cost per token.
 
 Per system the candidates are tensor-parallel degree x weight format x KV-cache format x max batch
-(vLLM's max_num_seqs), and disaggregated units of prefill and decode replicas (plan/disaggregate.py), each
-replicated over the instance's chips (replicas per instance = chips per
-instance // tp; a replica larger than an instance spans whole instances). Every candidate gets a
+(vLLM's max_num_seqs), for MoE models expert parallel over each replica's chips, and disaggregated units of
+prefill and decode replicas (plan/disaggregate.py), each replicated over the instance's chips (replicas per
+instance = chips per instance // tp; a replica larger than an instance spans whole instances). Every candidate gets a
 roofline bound first (cost/inference): it must fit and meet both SLOs alone, and its capacity is at most
 
     q_max = 1 / (t_prefill(I) + O x t_decode(b) / b),  b = the largest batch with t_decode(b) <= SLO_tpot
@@ -59,7 +59,7 @@ class DeployPoint:
 
     def to_dict(self) -> dict:
         c, r = self.candidate, self.result
-        return {"tp": c.tp, "weights": c.weights, "kv_dtype": c.kv_dtype, "max_seqs": c.max_seqs,
+        return {"tp": c.tp, "ep": c.ep, "weights": c.weights, "kv_dtype": c.kv_dtype, "max_seqs": c.max_seqs,
                 "replicas_per_instance": c.replicas_per_instance, "instances_per_replica": c.instances_per_replica,
                 "instances": self.instances, "qps": self.qps, "replica_capacity_qps": self.replica_qps,
                 "roofline_bound_qps": c.bound_qps,
@@ -108,15 +108,20 @@ def _formats(system: System, weights, kv_dtypes) -> tuple[tuple, tuple]:
     return tuple(weights), tuple(kv_dtypes)
 
 
-def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS) -> list[Candidate]:
-    """Every layout x format x max-batch combination for one instance type."""
+def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, model: Model | None = None
+               ) -> list[Candidate]:
+    """Every layout x format x max-batch combination for one instance type; for a MoE `model` each layout of more
+    than one chip also as expert parallel (experts over its chips, attention data-parallel)."""
     ws, kvs = _formats(system, weights, kv_dtypes)
     n, out = _chips(system), []
+    experts = model.moe.experts if model is not None and model.moe and system.chip.kind != "cpu" else 0
     for tp in _tp_choices(system):
         per, span = (n // tp, 1) if tp <= n else (0, tp // n)
-        for w in ws:
-            for kv in kvs:
-                out += [Candidate(tp, w, kv, b, per, span) for b in max_seqs]
+        eps = [1] + ([tp] if experts and tp > 1 and experts % tp == 0 else [])
+        for ep in eps:
+            for w in ws:
+                for kv in kvs:
+                    out += [Candidate(tp, w, kv, b, per, span, ep=ep) for b in max_seqs]
     return out
 
 
@@ -124,7 +129,7 @@ def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out:
                    inference_calibration=None) -> tuple:
     """(candidate with its bound, deployment) or (None, reason) when the roofline rules it out."""
     d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
-                       inference_calibration=inference_calibration)
+                       inference_calibration=inference_calibration, ep=c.ep)
     one = inf.predict(d, 1, n_in, n_out)
     if not one.fits:
         return None, "does not fit"
@@ -239,7 +244,7 @@ def pareto_front(points) -> tuple:
 
 def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic):
     """Candidates with their roofline bounds (and deployments), the count considered and the pruned reasons."""
-    cands = candidates(system, weights, kv_dtypes, max_seqs)
+    cands = candidates(system, weights, kv_dtypes, max_seqs, model)
     pruned, ok = {}, []
     for c in cands:
         try:
@@ -310,7 +315,7 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     if c.replicas_per_instance <= 1:
         return None
     d = inf.deployment(model, system, chips=c.tp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype, inference_calibration=ic)
+                       kv_dtype=c.kv_dtype, inference_calibration=ic, ep=c.ep)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
     q = p.replica_qps * c.replicas_per_instance
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))

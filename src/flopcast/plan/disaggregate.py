@@ -50,7 +50,7 @@ def _per_tp(bounded: list) -> dict:
     top = max(bounded, key=per_chip)[0]
     fmt = (top.weights, top.kv_dtype, top.max_seqs)
     return {c.tp: (c, d) for c, d in bounded
-            if (c.weights, c.kv_dtype, c.max_seqs) == fmt and c.instances_per_replica == 1}
+            if (c.weights, c.kv_dtype, c.max_seqs, c.ep) == fmt + (top.ep,) and c.instances_per_replica == 1}
 
 
 def split_candidates(system, bounded: list) -> list:
