@@ -74,8 +74,8 @@ class DeployResult(Tabular):
                 out[sid] = disaggregated_serve(o.best.deployment, units=c.replicas_per_instance, max_seqs=c.max_seqs,
                                                max_model_len=_model_len(self.input_tokens, self.output_tokens))
                 continue
-            d = inf.deployment(self.model, o.system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
-                               ep=c.ep)
+            d = inf.deployment(self.model, o.system, chips=c.tp * c.pp, tp=c.tp, weights=c.weights,
+                               kv_dtype=c.kv_dtype, ep=c.ep, pp=c.pp)
             out[sid] = launch_for(d, replicas=max(c.replicas_per_instance, 1), max_seqs=c.max_seqs,
                                   max_model_len=_model_len(self.input_tokens, self.output_tokens))
         return out
