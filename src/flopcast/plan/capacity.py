@@ -342,7 +342,8 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
 
 def _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens, output_tokens, seed,
                      inference_calibration=None):
-    """The ServingPoint of the cheapest deployment plan/deploy finds in the given (or default) formats."""
+    """The ServingPoint of the cheapest colocated deployment plan/deploy finds in the given (or default) formats
+    (its disaggregated units are left to `deploy`: a ServingPoint holds one kind of replica)."""
     from ..cost import inference as inf
     from . import deploy as D
 
@@ -350,12 +351,14 @@ def _best_deployment(model, system, config, weights, kv_dtype, requests, input_t
     ws = (weights or ("q4_0" if cpu else "bf16"),)
     kvs = (kv_dtype or ("fp16" if cpu else "bf16"),)
     o = D.deploy(model, system, config, input_tokens=input_tokens, output_tokens=output_tokens, weights=ws,
-                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration)
+                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration,
+                 disaggregate=False)
     if o.best is None:
         return f"no deployment meets the SLOs: {o.reason}"
     c = o.best.candidate
-    d = inf.deployment(model, system, chips=c.tp * max(c.replicas_per_instance, 1), tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype, inference_calibration=inference_calibration)
+    d = inf.deployment(model, system, chips=c.tp * c.pp * max(c.replicas_per_instance, 1), tp=c.tp,
+                       weights=c.weights, kv_dtype=c.kv_dtype, inference_calibration=inference_calibration, ep=c.ep,
+                       pp=c.pp)
     return ServingPoint(system, d, o.best.qps, True, o.verified or o.best.result)
 
 
