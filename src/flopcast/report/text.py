@@ -15,14 +15,6 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def table(rows: list[list[str]], header: list[str], align_right: set[int] = frozenset()) -> str:
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    def line(r):
-        return "  ".join(str(c).rjust(w) if i in align_right else str(c).ljust(w) for i, (c, w) in enumerate(zip(r,
-            widths)))
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
 def _range(r, key: str, fmt: str, scale: float = 1.0, unit: str = "") -> str:
     """'(80%: 58-79 s)' for a figure with a prediction interval, '' without."""
     b = r.bounds().get(key)
