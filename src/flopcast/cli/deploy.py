@@ -34,7 +34,8 @@ def _system_lines(o) -> list[str]:
     lines.append(f"  best      {_point_line(o.best)}")
     if o.verified is not None:
         v = o.verified
-        lines.append(f"  checked   one instance simulated whole ({o.best.candidate.replicas_per_instance} replicas, "
+        unit = "units" if o.best.to_dict()["disaggregated"] else "replicas"
+        lines.append(f"  checked   one instance simulated whole ({o.best.candidate.replicas_per_instance} {unit}, "
                      f"least-loaded routing) at {o.best.qps:,.1f} req/s: {v.slo_attainment:.0%} of requests within "
                      f"the SLOs over {v.requests:,} requests")
     if o.baseline is not None:
@@ -72,6 +73,8 @@ def _write_csv(path: str, rows: list[dict]) -> None:
               help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
 @click.option("--kv-dtype", default=None,
               help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
+@click.option("--disaggregate/--no-disaggregate", default=True, show_default=True,
+              help="Consider prefill and decode replicas apart (xPyD units within an instance) too.")
 @click.option("--requests", type=click_type("requests"), default=300, show_default=True,
               help="Requests per simulation (at least).")
 @click.option("--seed", type=click_type("seed"), default=0, show_default=True, help="Random seed of the arrivals.")
@@ -82,15 +85,16 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Write every simulated deployment to this CSV.")
 def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
-           requests, seed, calibration, as_json, emit, csv_path):
-    """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, pruned by the
+           disaggregate, requests, seed, calibration, as_json, emit, csv_path):
+    """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, and prefill/decode
+    pools apart (xPyD), pruned by the
     roofline, simulated, ranked by cost per million output tokens at the SLOs."""
     if find_capacity and qps is not None:
         raise FlopcastError("--find-capacity ranks each system at its capacity; leave out --qps")
     with Progress("deploying", unit="simulations", enabled=not as_json) as bar:
         res = api.deploy(model, hardware, slo_ttft=slo_ttft, slo_tpot=slo_tpot, qps=qps, input_tokens=input_tokens,
                          output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, requests=requests,
-                         seed=seed, calibration=calibration, progress=bar)
+                         seed=seed, calibration=calibration, progress=bar, disaggregate=disaggregate)
     if csv_path:
         _write_csv(csv_path, res.rows())
     if as_json:

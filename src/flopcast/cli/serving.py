@@ -37,6 +37,9 @@ _common = [
     click.option("--tp", type=click_type("tp"), default=None,
                  help="Tensor-parallel degree in chips; default: all chips in use."),
     click.option("--threads", type=click_type("threads"), default=None, help="CPU threads; default: all cores in use."),
+    click.option("--ep", type=click_type("ep"), default=None,
+                 help="MoE models: 1, or --tp to split the experts over the replica's chips (attention "
+                      "data-parallel)."),
     click.option("--weights", default=None,
                  help="Weight format: bf16, fp16, fp8, int8, int4, awq-int4, q4_0, q4_k_m, q8_0, q3_k, ..."),
     click.option("--kv-dtype", default=None, help="KV-cache type: bf16, fp16, fp8, int8, q8_0, q4_0."),
@@ -65,13 +68,13 @@ def _apply(fn):
               help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+def infer(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
           batch, input_tokens, output_tokens, as_json,
           html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                     batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, ep=ep)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -85,6 +88,7 @@ def infer(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, s
 
     lines = [
         f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
+        + (f", ep {d.ep}" if d.ep > 1 else "")
         + (f", {d.threads} threads" if d.threads else "")
             + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), "
         f"engine family {d.family}",
@@ -139,31 +143,40 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.option("--router", default="least-loaded", show_default=True,
               help="Routing over replicas: least-loaded or round-robin.")
 @click.option("--find-capacity", is_flag=True, help="Find the highest QPS with >= 90% of requests meeting both SLOs.")
+@click.option("--disaggregate", default=None, metavar="PxD",
+              help="Prefill and decode apart: P prefill and D decode replicas (e.g. 1x3), the KV cache sent between.")
+@click.option("--prefill-tp", type=click_type("tp"), default=None,
+              help="With --disaggregate: chips per prefill replica (default --tp, else what fits one instance).")
+@click.option("--decode-tp", type=click_type("tp"), default=None,
+              help="With --disaggregate: chips per decode replica (default --tp, else what fits one instance).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+def serve(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
           prefix_tokens, qps, requests, duration, input_tokens,
-          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, as_json,
-          html, png):
+          output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, disaggregate,
+          prefill_tp, decode_tp, as_json, html, png):
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLOs, cost."""
     out = api.serve(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype, qps=qps,
                     requests=requests, duration=duration, input_tokens=input_tokens, output_tokens=output_tokens,
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
                     replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, **(
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
+                    disaggregate=disaggregate, prefill_tp=prefill_tp, decode_tp=decode_tp, ep=ep, **(
                         {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     b, interval = out.bounds, out.interval
     center = out.qps or res.arrival_rate_per_s or 1.0  # the curve spans 1/4x..2x this run's load
     emit_report(html, png, lambda: _reports().serve_report(
-        d, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300), input_tokens=input_tokens,
-        output_tokens=output_tokens, seed=seed, marked_qps=center))
+        out.target, cfg, rates=_reports().load_rates(center), requests=min(requests or 500, 300),
+        input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, marked_qps=center))
     if as_json:
         echo_json(out.to_dict())
         return
     head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
            f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
            f"{cfg.scheduler.value} batching"
+    if out.disaggregated is not None:
+        head = f"{d.model.label} on {d.system.id}: {out.disaggregated.label}, {d.weights.name}, {d.family}"
     lines = [head]
     if capacity is not None:
         lines.append(f"  capacity at the SLOs     {capacity:.3g} requests/s (>= 90% of requests meet TTFT <= "

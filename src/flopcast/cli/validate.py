@@ -17,7 +17,8 @@ from ..validate import training as vt
 from .options import calibration_option, csv_option
 from .render import to_json, write_csv
 
-LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
+                "dtype")
 SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
 
 
@@ -28,6 +29,8 @@ def _layout_text(r: vt.RowResult) -> str:
     for k in LAYOUT_SHORT:
         v = r.layout.get(k)
         if k in ("cp", "ep", "vp") and v == 1 and k not in r.chosen:
+            continue
+        if k == "etp" and (v is None or v == r.layout.get("tp")) and k not in r.chosen:
             continue
         mark = "*" if k in r.chosen else ""
         parts.append(f"{SHORT.get(k, k)}={v}{mark}")

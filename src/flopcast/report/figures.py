@@ -175,8 +175,11 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
     rows = [(f"{q:.3g}", f"{r.output_tokens_per_s:,.0f}", _fmt(r.ttft_s["p90"] and r.ttft_s["p90"] * 1e3, "ms"),
              _fmt(r.tpot_s["p90"] and r.tpot_s["p90"] * 1e3, "ms"), _fmt(r.e2e_s["p50"], "s"),
              f"{100 * r.slo_attainment:.0f}") for q, r in pts]
-    head = (f"{d.model.label} on {config.replicas} x {d.system.id} replica(s), tp {d.tp}, {d.weights.name}, "
-            f"{config.scheduler.value} batching")
+    if hasattr(d, "prefill"):  # disaggregated (simulate/serving/disagg.Disaggregated)
+        head = f"{d.prefill.model.label} on {d.prefill.system.id}, {d.label}, {d.prefill.weights.name}"
+    else:
+        head = (f"{d.model.label} on {config.replicas} x {d.system.id} replica(s), tp {d.tp}, {d.weights.name}, "
+                f"{config.scheduler.value} batching")
     rep = Report(title or f"flopcast serve: {head}")
     return rep.add("Latency against throughput",
                    f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed "

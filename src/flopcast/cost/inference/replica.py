@@ -39,10 +39,20 @@ class Deployment:
     calibration: object  # model.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
+    ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
 
     @property
     def is_cpu(self) -> bool:
         return self.system.chip.kind == "cpu"
+
+    @property
+    def expert_parallel(self) -> bool:
+        """Experts over the replica's chips, everything else data-parallel: each chip holds its own copy of the
+        attention, dense MLPs, shared experts and embeddings, serves its own share of the sequences (their KV cache
+        on it alone, once), and holds experts / ep routed experts of every MoE layer; tokens reach their experts by
+        a dispatch and a combine all-to-all per MoE layer (SGLang's DP attention with --ep-size, vLLM's
+        --data-parallel-size with --enable-expert-parallel; DeepSeek-V3 report sec. 3.4, its decode deployment)."""
+        return self.ep > 1
 
     @property
     def shards(self) -> int:
@@ -63,11 +73,15 @@ class Deployment:
         the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
         vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
         multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
-        latent shared by all heads: 1."""
+        latent shared by all heads, which no head split can shard: every tensor-parallel rank keeps all of it
+        (vLLM's and SGLang's MLA caches; SGLang's DP attention exists to avoid this copy): `shards` copies. Under
+        expert parallelism each chip holds only its own sequences' KV: 1."""
         m = self.model
         n = self.shards
-        if n <= 1 or m.mla or not m.kv_heads:
+        if n <= 1 or self.expert_parallel or not (m.kv_heads or m.mla):
             return 1.0
+        if m.mla:
+            return float(n)
         return n * math.ceil(m.kv_heads / n) / m.kv_heads
 
     @property
@@ -129,10 +143,12 @@ def compute_peak(chip, dtype: Dtype) -> float:
 def deployment(model: Model, system: System, *, chips: int | None = None, tp: int | None = None,
                threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, efficiency: EngineEfficiency | None = None,
-               calibration=None, inference_calibration: dict | None = None, speculation=None) -> Deployment:
+               calibration=None, inference_calibration: dict | None = None, speculation=None,
+               ep: int | None = None) -> Deployment:
     """Check the user's choices and fill the blanks the way a tuned practitioner would.
 
-    `speculation`: a speculation.Speculation (speculative decoding), or None."""
+    `speculation`: a speculation.Speculation (speculative decoding), or None. `ep`: 1, or tp for a MoE model's
+    experts split over the replica's chips (Deployment.expert_parallel)."""
     cpu = system.chip.kind == "cpu"
     chips, tp = _chips_and_tp(system, chips, tp)
     threads = _threads(system, tp, threads)
@@ -149,12 +165,27 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ...catalog import calibration as _cal
 
         calibration = _cal()
-    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation)
+    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation,
+                   _ep(model, system, tp, ep))
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
                      "step) / expected tokens (Leviathan et al. 2023)")
     return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
+
+
+def _ep(model: Model, system: System, tp: int, ep: int | None) -> int:
+    """The expert-parallel degree: 1, or the replica's tp (experts over all its chips) for a MoE model."""
+    if ep is None or ep == 1:
+        return 1
+    if not model.moe:
+        raise FlopcastError(f"--ep applies to mixture-of-experts models; {model.label} is dense")
+    if system.chip.kind == "cpu":
+        raise FlopcastError("--ep applies to accelerators; leave it out for CPU systems")
+    if ep != tp or model.moe.experts % ep:
+        raise FlopcastError(f"--ep must be 1 or the replica's --tp ({tp}) and divide the {model.moe.experts} experts, "
+                            f"got {ep}")
+    return ep
 
 
 def _chips_and_tp(system: System, chips: int | None, tp: int | None) -> tuple[int, int]:
@@ -193,11 +224,18 @@ def _layout_notes(d: Deployment) -> list[str]:
     if family in STATIC_SHAPE_FAMILIES:
         notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
                      "KV window (input + output tokens), not the live context")
-    if not d.is_cpu and model.heads % d.shards and not model.mla:
+    if d.expert_parallel:
+        notes.append(f"expert parallel over {d.ep} chips: {model.moe.experts // d.ep} routed experts per chip, "
+                     "attention, dense layers and shared experts copied on each, every chip its own sequences and "
+                     "their KV cache; dispatch and combine all-to-all per MoE layer; experts' load taken as balanced")
+    elif d.kv_replication > 1 and model.mla:
+        notes.append(f"MLA under tensor parallelism: each of {d.shards} ranks keeps the whole compressed KV cache, "
+                     f"stored {d.kv_replication:g}x (--ep {d.tp} keeps one copy)")
+    if not d.is_cpu and model.heads % d.shards and not model.mla and not d.expert_parallel:
         notes.append(f"{d.shards} tensor-parallel ranks do not divide the {model.heads} query heads: heads are "
                      f"padded to {math.ceil(model.heads / d.shards) * d.shards} (Neuron pads; vLLM refuses such a tp), "
                      "the padding's extra compute is not modelled")
-    if d.kv_replication > 1:
+    if d.kv_replication > 1 and not model.mla:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
                      f"{d.kv_replication:g}x")
