@@ -15,7 +15,8 @@ def deploy_one(model, system, serve) -> dict:
     cfg = config(slo_ttft=serve.slo_ttft_s, slo_tpot=serve.slo_tpot_s)
     return outcome_dict(D.deploy(model, system, cfg, input_tokens=serve.input_tokens,
                                  output_tokens=serve.output_tokens, qps=serve.qps, weights=serve.weights,
-                                 kv_dtypes=serve.kv_dtype, requests=serve.requests))
+                                 kv_dtypes=serve.kv_dtype, requests=serve.requests,
+                                 disaggregate=serve.disaggregate))
 
 
 @python_errors

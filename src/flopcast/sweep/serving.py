@@ -8,6 +8,7 @@
       qps: [100, 1000]                # optional: a fleet for that request rate (default: one instance at capacity)
       weights: [bf16, fp8]            # optional: the weight formats searched (default: deploy's)
       kv_dtype: [bf16, fp8]           # optional: the KV-cache formats searched
+      disaggregate: false             # optional: leave out prefill/decode pools apart (deploy --no-disaggregate)
 
 Each scenario is one `flopcast deploy` search (plan/deploy.py) of the model on the (what-if) system at the
 targets: replicas x TP x weight/KV format x max batch, simulated, ranked by cost per million output tokens
@@ -49,6 +50,7 @@ class ServingBlock(BaseModel):
     weights: list[str] | str | None = None
     kv_dtype: list[str] | str | None = None
     requests: int = Field(default=300, ge=10, le=100_000)
+    disaggregate: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Serve:
     weights: tuple | None = None
     kv_dtype: tuple | None = None
     requests: int = 300
+    disaggregate: bool = True
 
     @property
     def key(self) -> str:
@@ -70,7 +73,8 @@ class Serve:
         formats = ",".join(f"{k}={'+'.join(v)}" for k, v in (("weights", self.weights), ("kv", self.kv_dtype)) if v)
         qps = f",qps={self.qps:g}" if self.qps else ""
         return (f"serve:ttft={self.slo_ttft_s:g}s,tpot={self.slo_tpot_s:g}s,in={self.input_tokens},"
-                f"out={self.output_tokens}{qps}{',' + formats if formats else ''},requests={self.requests}")
+                f"out={self.output_tokens}{qps}{',' + formats if formats else ''},requests={self.requests}"
+                f"{'' if self.disaggregate else ',no-disaggregate'}")
 
 
 def _list(v) -> list:
@@ -120,8 +124,8 @@ def points(block: ServingBlock) -> list[Serve]:
     if not all((ttft, tpot, ins, outs, qps)):
         raise ValueError("serving: a list is empty")
     w, kv = _formats(block.weights, inf.weight_format), _formats(block.kv_dtype, inf.kv_element_bytes)
-    return [Serve(a, b, i, o, q, w, kv, block.requests) for a, b, i, o, q in itertools.product(ttft, tpot, ins, outs,
-                                                                                               qps)]
+    return [Serve(a, b, i, o, q, w, kv, block.requests, block.disaggregate)
+            for a, b, i, o, q in itertools.product(ttft, tpot, ins, outs, qps)]
 
 
 def key_columns(serve: Serve) -> dict:
@@ -131,7 +135,7 @@ def key_columns(serve: Serve) -> dict:
 
 
 # the best deployment's columns, keys as in `flopcast deploy --json` (its `best`), percentiles flattened
-BEST_COLUMNS = ("tp", "weights", "kv_dtype", "max_seqs", "replicas_per_instance", "instances_per_replica",
+BEST_COLUMNS = ("tp", "ep", "weights", "kv_dtype", "max_seqs", "replicas_per_instance", "instances_per_replica",
                 "instances", "replica_capacity_qps", "cost_per_million_output_tokens_usd",
                 "chip_hours_per_million_output_tokens", "output_tokens_per_s_per_chip", "slo_attainment")
 LATENCIES = ("ttft_s", "tpot_s", "e2e_s")
@@ -148,7 +152,7 @@ def result_columns(outcome: dict) -> dict:
         status = "does not fit" if set(pruned) == {"does not fit"} else SERVING_STATUS
         return {**out, "status": status, "error": reason}
     out.update({"status": "ok", "error": None, "deployment": best.get("label"),
-                "served_qps": best.get("qps")})
+                "served_qps": best.get("qps"), "disaggregated": best.get("disaggregated") is not None})
     out.update({k: best.get(k) for k in BEST_COLUMNS})
     for k in LATENCIES:
         for p in ("p50", "p90", "p99"):
