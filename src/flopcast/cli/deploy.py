@@ -10,8 +10,9 @@ from ..limits import click_type
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
+from ..report.text_table import Column, render
 from .options import calibration_option, report_options
-from .render import echo_json, emit_report
+from .render import echo, echo_json, emit_report
 
 
 def _reports():
@@ -20,16 +21,17 @@ def _reports():
     return figures
 
 
-def _money(v) -> str:
-    return "n/a" if v is None else f"{v:.3f} USD"
+_POINTS = [Column("", text=True), Column("req/s", ",.1f"), Column("inst", ",d"), Column("tok/s/chip", ",.0f"),
+           Column("TTFT ms", ",.0f"), Column("TPOT ms", ",.1f"), Column("USD/M tok", ",.3f"),
+           Column("chip-h/M tok", ",.3f"), Column("deployment", text=True, below=True)]
 
 
-def _point_line(p) -> str:
+def _point_row(role: str, p) -> list:
+    """One deployment: its rate, instances, output tokens/s per chip, p50 latencies, cost per million output
+    tokens (in dollars and chip-hours)."""
     r = p.result
-    return (f"{p.candidate.label}: {p.qps:,.1f} req/s on {p.instances} instance(s), "
-            f"{p.output_tokens_per_s_per_chip:,.0f} output tok/s per chip, TTFT p50 {r.ttft_s['p50'] * 1e3:,.0f} ms, "
-            f"TPOT p50 {r.tpot_s['p50'] * 1e3:,.1f} ms, {_money(p.cost_per_million_output_tokens_usd)} "
-            f"per M output tokens ({p.chip_hours_per_million_output_tokens:.3f} chip-h)")
+    return [role, p.qps, p.instances, p.output_tokens_per_s_per_chip, r.ttft_s["p50"] * 1e3, r.tpot_s["p50"] * 1e3,
+            p.cost_per_million_output_tokens_usd, p.chip_hours_per_million_output_tokens, p.candidate.label]
 
 
 def _system_lines(o) -> list[str]:
@@ -37,17 +39,17 @@ def _system_lines(o) -> list[str]:
              + (f"; pruned: {', '.join(f'{v} {k}' for k, v in o.pruned.items())}" if o.pruned else "")]
     if o.best is None:
         return lines + [f"  no deployment: {o.reason}"]
-    lines.append(f"  best      {_point_line(o.best)}")
+    rows = [_point_row("best", o.best)] + ([_point_row("baseline", o.baseline)] if o.baseline is not None else [])
+    rows += [_point_row("Pareto" if k == 0 else "", p) for k, p in enumerate(o.pareto)]
+    lines += render(_POINTS, rows, indent="  ")
+    lines.append("  (latencies p50; tok/s/chip and USD/M tok count output tokens; Pareto: the front of output tok/s "
+                 "per chip vs TPOT)")
     if o.verified is not None:
         v = o.verified
         unit = "units" if o.best.to_dict()["disaggregated"] else "replicas"
-        lines.append(f"  checked   one instance simulated whole ({o.best.candidate.replicas_per_instance} {unit}, "
+        lines.append(f"  checked: one instance simulated whole ({o.best.candidate.replicas_per_instance} {unit}, "
                      f"least-loaded routing) at {o.best.qps:,.1f} req/s: {v.slo_attainment:.0%} of requests within "
                      f"the SLOs over {v.requests:,} requests")
-    if o.baseline is not None:
-        lines.append(f"  baseline  {_point_line(o.baseline)}")
-    lines.append("  Pareto front (output tok/s per chip vs TPOT p50):")
-    lines += [f"    {_point_line(p)}" for p in o.pareto]
     return lines
 
 
@@ -116,11 +118,11 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
         echo_json(out)
         return
     cfg = res.config
-    click.echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
-               f"(90% of requests), {res.workload_label}"
+    echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
+         f"(90% of requests), {res.workload_label}"
                + (f", {qps:g} req/s" if qps else ", each at its capacity"))
     for o in res.systems.values():
-        click.echo("\n".join(_system_lines(o)))
+        echo("\n".join(_system_lines(o)))
     if emit:
         for launch in res.launches().values():
             click.echo("\n" + launch.render().rstrip())
