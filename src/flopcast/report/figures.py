@@ -172,6 +172,8 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
 
     pts = plots.serving_sweep(d, config, rates, requests=requests, input_tokens=input_tokens,
                               output_tokens=output_tokens, seed=seed)
+    band = plots.serving_band(d, config, rates, _serving_interval(d), requests=requests, input_tokens=input_tokens,
+                              output_tokens=output_tokens, seed=seed)
     rows = [(f"{q:.3g}", f"{r.output_tokens_per_s:,.0f}", _fmt(r.ttft_s["p90"] and r.ttft_s["p90"] * 1e3, "ms"),
              _fmt(r.tpot_s["p90"] and r.tpot_s["p90"] * 1e3, "ms"), _fmt(r.e2e_s["p50"], "s"),
              f"{100 * r.slo_attainment:.0f}") for q, r in pts]
@@ -186,7 +188,15 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
                    f"{seed}.",
                    header=["offered (requests/s)", "output tokens/s", "TTFT p90", "TPOT p90", "e2e p50", "SLO met (%)"],
                    rows=rows, figures=[plots.serving_figure(pts, config.slo_ttft_s, config.slo_tpot_s, title=head,
-                                                            marked_qps=marked_qps)])
+                                                            marked_qps=marked_qps, band=band)])
+
+
+def _serving_interval(d):
+    """The prediction interval of a serving forecast of deployment d (cost/uncertainty.py), or None."""
+    from ..cost import inference as inf
+    from ..cost.uncertainty import serving_interval
+
+    return serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
 
 
 def deploy_report(res, title: str | None = None) -> Report:

@@ -286,6 +286,8 @@ def calibration_basis(d: Deployment) -> str:
     if not fitted_on:
         return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
     if chip in fitted_on:
-        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+        return (f"efficiencies of engine family {d.family} fitted on the serving validation rows (inference_runs.csv, "
+                f"more_inference_runs.csv), {chip} among them")
     return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
-            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
+            f"{', '.join(fitted_on)} rows of the serving validation files, with {chip}'s own peaks, bandwidth and "
+            "links")
