@@ -84,7 +84,8 @@ class Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration, **layout)
+            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration,
+                                              exhaustive=False, **layout)
         return self._cache[key]
 
 

@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-import yaml
 
 FILE = "uncertainty.yaml"
 
@@ -84,11 +83,12 @@ class Interval:
 @functools.cache
 def _table() -> dict:
     from ..catalog import DATA
+    from ..catalog.names import load_yaml
 
     path = DATA / FILE
     if not path.exists():
         return {}
-    return yaml.safe_load(path.read_text()) or {}
+    return load_yaml(path.read_text()) or {}
 
 
 def interval_for(kind: str, table: dict | None = None) -> Interval | None:
