@@ -126,8 +126,11 @@ class _Sizer:
     def _search(self, chips: int, cutoff: float | None):
         out = bounded.search(self.model, self.system, chips, self.cal, self.search_space, self.table, cutoff=cutoff)
         if out is None:  # the bound did not hold for some layout: the exhaustive search decides
-            out = search_mod.search(self.model, self.system, chips, self.cal, self.search_space,
-                                    objective="throughput", progress=self.progress)
+            return search_mod.search(self.model, self.system, chips, self.cal, self.search_space,
+                                     objective="throughput", progress=self.progress)
+        if self.progress is not None and not isinstance(out, bounded.Beyond):
+            self.progress.add_total(out.considered)  # every candidate judged: evaluated or bounded away
+            self.progress.update(out.considered)
         return out
 
     def _best(self, nodes: int, cutoff: float | None = None):
