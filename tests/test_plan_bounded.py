@@ -23,13 +23,14 @@ def _loop_rows(model, chips, space, ch, allow_idle, tally):
         if not dps:
             tally.reject("more chips than the cluster has", 1)
             continue
+        etps = [e for e in ch.etp if space.etp or e != 1 or tp > 1]
         for dp in dps:
-            eps = [e for e in ch.ep if dp % e == 0] if model.moe and not space.ep else list(ch.ep)
-            if len(eps) < len(ch.ep):
-                tally.reject("ep is 1 for dense models and divides the experts and dp",
-                             (len(ch.ep) - len(eps)) * n_other)
-            out += [(tp, cp, pp, dp, gb, mb, ep) for ep in eps]
-    return np.array(out, dtype=np.int64).reshape(-1, 7)
+            pairs = [(e, t) for e in ch.ep for t in etps
+                     if not model.moe or space.ep or (tp * cp * dp) % (e * (t or tp)) == 0]
+            if len(pairs) < len(ch.ep) * len(etps):
+                tally.reject(S.EP_RULE, (len(ch.ep) * len(etps) - len(pairs)) * n_other)
+            out += [(tp, cp, pp, dp, gb, mb, ep, etp) for ep, etp in pairs]
+    return np.array(out, dtype=np.int64).reshape(-1, 8)
 
 
 @pytest.mark.parametrize("model,system,chips,allow_idle", [

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
+from ..catalog.names import load_yaml
 
 FILE = "uncertainty.yaml"
 
@@ -83,7 +84,6 @@ class Interval:
 @functools.cache
 def _table() -> dict:
     from ..catalog import DATA
-    from ..catalog.names import load_yaml
 
     path = DATA / FILE
     if not path.exists():

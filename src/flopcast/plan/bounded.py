@@ -30,8 +30,8 @@ from ..model.system import Dtype
 from ..simulate import training
 from . import search as S
 
-WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep")
-WORK_BITS = (16, 8, 20, 1, 2, 5, 11)  # 63 bits packing one layout's WORK_FIELDS (wider values: np.unique)
+WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
+WORK_BITS = (14, 7, 20, 1, 2, 5, 9, 5)  # 63 bits packing one layout's WORK_FIELDS (wider values: np.unique)
 FIRST_ROWS = 64  # rows expanded in the first round; each later round doubles
 SLACK = 1e-6  # relative tolerance of the bound against rounding (balanced_stage's eps, float sums)
 
@@ -74,13 +74,13 @@ class WorkTable:
         return self.work(distinct)[inverse.reshape(-1)]
 
     def least(self, combos: list[tuple], ch, trainable: tuple) -> np.ndarray:
-        """The least W of each (tp, cp, micro-batch, ep) over the recomputation, sp and dtype choices (the
+        """The least W of each (tp, cp, micro-batch, ep, etp) over the recomputation, sp and dtype choices (the
         W of every combination computed in one evaluation)."""
         tag = (ch.sequence_parallel, ch.recompute, trainable)
         todo = [c for c in combos if (c, tag) not in self.lowest]
         if todo:
-            keys = [[(tp, cp, mb, int(sp), int(rc), int(d), ep) for sp in ch.sequence_parallel if sp == 0 or tp > 1
-                     for rc in ch.recompute for d in trainable] for tp, cp, mb, ep in todo]
+            keys = [[(tp, cp, mb, int(sp), int(rc), int(d), ep, etp) for sp in ch.sequence_parallel
+                     if sp == 0 or tp > 1 for rc in ch.recompute for d in trainable] for tp, cp, mb, ep, etp in todo]
             w = self.work([k for ks in keys for k in ks])
             at = 0
             for c, ks in zip(todo, keys):
@@ -90,9 +90,9 @@ class WorkTable:
 
 
 def _row_work(table: WorkTable, base: np.ndarray, ch, trainable: tuple) -> np.ndarray:
-    """The least W of each base row (tp, cp, pp, dp, gb, mb, ep) over its recompute, sp and dtype choices."""
+    """The least W of each base row (tp, cp, pp, dp, gb, mb, ep, etp) over its recompute, sp and dtype choices."""
     key, radix = np.zeros(len(base), dtype=np.int64), 1
-    for col in (0, 1, 5, 6):  # one integer per distinct (tp, cp, mb, ep): np.unique on rows sorts slowly
+    for col in (0, 1, 5, 6, 7):  # one integer per distinct (tp, cp, mb, ep, etp): np.unique on rows sorts slowly
         values, code = base[:, col], base[:, col]
         top = int(values.max()) + 1
         if radix * top >= 2**62:  # pinned values too large to pack: number them instead
@@ -100,7 +100,7 @@ def _row_work(table: WorkTable, base: np.ndarray, ch, trainable: tuple) -> np.nd
             top = len(values)
         key, radix = key * top + code.reshape(-1), radix * top
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    combos = [tuple(c) for c in base[first][:, [0, 1, 5, 6]].tolist()]
+    combos = [tuple(c) for c in base[first][:, [0, 1, 5, 6, 7]].tolist()]
     return table.least(combos, ch, trainable)[inverse.reshape(-1)]
 
 
@@ -130,7 +130,7 @@ def layout_bounds(model, table: WorkTable, lb: LayoutBatch) -> np.ndarray:
 
 def row_bounds(model, table: WorkTable, base: np.ndarray, ch, pairs: list, trainable: tuple) -> np.ndarray:
     """A lower bound of the seconds per token of every layout each base row expands into."""
-    tp, cp, pp, dp, gb, mb, ep = (base[:, i].astype(float) for i in range(7))
+    pp, dp, gb, mb = (base[:, i].astype(float) for i in (2, 3, 4, 5))
     per_stage = _row_work(table, base, ch, trainable) / pp
     m = gb / (dp * mb)
     step = m * per_stage + _bubble_factor(model, pp, pairs) * per_stage + table.cal.step_overhead_s
@@ -174,9 +174,9 @@ def floor_s_per_token_chip(model, system, space: S.SearchSpace, table: WorkTable
     dp pp <= chips / (tp cp), so seconds per token >= W tp cp / (chips micro-batch seq)."""
     ch = S._choices(model, system, 32, space)  # cp up to 32: every cluster's choices or more
     trainable = [d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d)))]
-    keys = [(tp, cp, mb, int(sp), int(rc), int(d), ep) for tp in ch.tp for cp in ch.cp for mb in ch.micro_batch
+    keys = [(tp, cp, mb, int(sp), int(rc), int(d), ep, etp) for tp in ch.tp for cp in ch.cp for mb in ch.micro_batch
             for sp in ch.sequence_parallel if sp == 0 or tp > 1 for rc in ch.recompute for d in trainable
-            for ep in ch.ep]
+            for ep in ch.ep for etp in ch.etp]
     if not keys:
         return 0.0
     w = table.work(keys)
@@ -200,7 +200,7 @@ def search(model, system, chips: int, cal, space: S.SearchSpace, table: WorkTabl
     if not len(rows) or not pairs or not trainable:
         return None
     base = np.asarray(rows, dtype=np.int64)
-    ok = S._apply(S._base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
+    ok = S._apply(S.base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
                   tally.rejected, n_exp)
     tally.considered += int(np.count_nonzero(~ok)) * n_exp + int(np.count_nonzero(ok)) * n_exp
     base = base[ok]
@@ -230,8 +230,8 @@ def _evaluate_rows(model, system, cal, software, table, base, rows, pairs, ch, n
     local = np.arange(lb.size)
     key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
     ok = np.ones(lb.size, dtype=bool)
-    ok = S._apply(S._expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
-                                    S._micro_batches(lb), lb.recompute), ok, {})
+    ok = S._apply(S.expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
+                                   S.micro_batches_of(lb), lb.recompute, lb.etp), ok, {})
     for d in np.unique(lb.dtype):
         if S.training_dtype_problem(system.chip, Dtype(int(d))):
             ok &= lb.dtype != d

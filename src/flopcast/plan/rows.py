@@ -3,9 +3,9 @@
 Every (tp, cp, pp, global batch, micro-batch) choice gets the data-parallel degrees that use the chips left,
 room = chips // (tp cp pp): the largest divisor of the micro-batches per replica (global batch / micro-batch)
 that fits in room, and the largest power of two that divides it and fits (only room itself when no chip may
-idle; [room] when the micro-batch does not divide the global batch); expert-parallel degrees must divide dp
-for MoE models. Rows come in the order of the nested loops tp, cp, pp, global batch, micro-batch, dp
-(ascending), ep, which the search's tie-breaking relies on.
+idle; [room] when the micro-batch does not divide the global batch); for MoE models etp x ep must divide
+tp x cp x dp. Rows come in the order of the nested loops tp, cp, pp, global batch, micro-batch, dp
+(ascending), ep, etp, which the search's tie-breaking relies on.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+
+from .rules import EP_RULE
 
 
 def _prime_factors(n: int) -> dict[int, int]:
@@ -87,8 +89,8 @@ def _dp_choices(g: dict, chips: int, allow_idle: bool) -> tuple[np.ndarray, np.n
 
 
 def base_rows(model, chips: int, space, ch, allow_idle: bool, tally) -> np.ndarray:
-    """(tp, cp, pp, dp, global batch, micro-batch, ep) rows, int64 (n, 7); tallies the rows no chip count allows
-    and the expert-parallel degrees that do not divide dp."""
+    """(tp, cp, pp, dp, global batch, micro-batch, ep, etp) rows, int64 (n, 8); tallies the rows no chip count
+    allows and the expert degrees that do not divide the ranks."""
     g = _grid(ch)
     n_other = len(ch.vp) * len(ch.schedule) * ch.per_schedule_pair
     if space.dp:
@@ -99,11 +101,27 @@ def base_rows(model, chips: int, space, ch, allow_idle: bool, tally) -> np.ndarr
         short = int(np.count_nonzero(room < 1))
         if short:
             tally.reject("more chips than the cluster has", short)
-    eps = np.array(ch.ep, dtype=np.int64)
-    keep = (dp[:, None] % eps[None, :] == 0) if model.moe and not space.ep else np.ones((dp.size, eps.size), bool)
-    dropped = int(np.count_nonzero(~keep))
+    return _expert_pairs(model, space, ch, g, i, dp, n_other, tally)
+
+
+def _expert_pairs(model, space, ch, g: dict, i: np.ndarray, dp: np.ndarray, n_other: int, tally) -> np.ndarray:
+    """Each (grid, dp) pair times its (ep, etp) degrees in ch.ep x ch.etp order: etp = 1 only where tp > 1 (with
+    tp = 1 it is the default, 0); for MoE models etp x ep must divide tp x cp x dp (unless the space pins ep)."""
+    tp, ranks = g["tp"][i], g["tp"][i] * g["cp"][i] * dp
+    pairs = [(e, t) for e in ch.ep for t in ch.etp]
+    keep = np.ones((dp.size, len(pairs)), dtype=bool)
+    offered = np.zeros(dp.size, dtype=np.int64)  # the pairs each row's tp allows before the divisibility rule
+    for j, (e, t) in enumerate(pairs):
+        listed = np.ones(dp.size, dtype=bool) if (space.etp or t != 1) else tp > 1
+        keep[:, j] = listed
+        offered += listed
+        if model.moe and not space.ep:
+            keep[:, j] &= ranks % (e * np.where(t > 0, t, tp)) == 0
+    dropped = int((offered - keep.sum(axis=1)).sum())
     if dropped:
-        tally.reject("ep is 1 for dense models and divides the experts and dp", dropped * n_other)
-    r, e = np.nonzero(keep)  # row-major: each (grid, dp) pair's eps in ch.ep order
+        tally.reject(EP_RULE, dropped * n_other)
+    r, j = np.nonzero(keep)  # row-major: each (grid, dp) pair's (ep, etp) in order
     gi = i[r]
-    return np.stack([g["tp"][gi], g["cp"][gi], g["pp"][gi], dp[r], g["gb"][gi], g["mb"][gi], eps[e]], axis=1)
+    ep = np.array([p[0] for p in pairs], dtype=np.int64)[j]
+    etp = np.array([p[1] for p in pairs], dtype=np.int64)[j]
+    return np.stack([g["tp"][gi], g["cp"][gi], g["pp"][gi], dp[r], g["gb"][gi], g["mb"][gi], ep, etp], axis=1)
