@@ -150,16 +150,16 @@ class _Found:
     reached: bool = False  # a fitting layout at least as fast as `best` started (the cutoff) was found
 
 
-MIN_STATE_BYTES = 16.0  # weight + gradient + Adam states per parameter, the fewest any dtype keeps (fp32: 4 + 4 + 8)
-
-
-def cannot_fit(model, system, chips: int) -> bool:
-    """True where no layout of `model` fits on `chips` chips: every parameter's weight, gradient and optimizer
-    states are held at least once (cost/memory.state_bytes_per_param, ZeRO-3 at most divides them over the
-    chips; Rajbhandari et al. 2020), so the busiest chip holds at least the average, params x 16 B / chips."""
+def cannot_fit(model, system, chips: int, dtypes=(Dtype.BF16,)) -> bool:
+    """True where no layout of `model` in these compute dtypes fits on `chips` chips: every parameter's weight,
+    gradient and optimizer states are held at least once (cost/memory.state_bytes_per_param; ZeRO-3 at most
+    divides them over the chips, Rajbhandari et al. 2020), so the busiest chip holds at least the average,
+    params x state bytes / chips, besides the runtime reserve every layout keeps."""
+    from ..cost import memory
     from ..cost.params import total_params
 
-    return total_params(model) * MIN_STATE_BYTES / chips > system.chip.memory
+    per_param = min(float(sum(memory.state_bytes_per_param(Dtype(int(d))))) for d in dtypes)
+    return total_params(model) * per_param / chips + memory.RESERVE_BYTES > system.chip.memory
 
 
 @dataclass(frozen=True)

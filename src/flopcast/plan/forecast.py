@@ -388,7 +388,7 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | str | None = None,
-          objective: str = "throughput", progress=None, shared=None, exhaustive: bool = True,
+          objective: str = "throughput", progress=None, shared=None, exhaustive: bool = True, work_tables=None,
           **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
@@ -399,7 +399,8 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     calibration: None (the shipped calibration), a Calibration, or the path of a file `flopcast calibrate` wrote.
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     exhaustive=False: the throughput search evaluates only the layouts a lower bound cannot rule out
-    (plan/bounded.py; the same layout, the counts of fitting layouts only of those evaluated).
+    (plan/bounded.py; the same layout, the counts of fitting layouts only of those evaluated); work_tables: a
+    dict the caller keeps to reuse bounded.WorkTable across calls (optional).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -438,16 +439,19 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
+                     work_tables)
 
 
 def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None,
-              exhaustive=True) -> TrainResult:
+              exhaustive=True, work_tables=None) -> TrainResult:
     out = None
     if not exhaustive and objective == "throughput" and shared is None:
         from . import bounded
 
-        out = bounded.search(m, system, chips, cal, space, bounded.WorkTable(m, system, cal))
+        tables = {} if work_tables is None else work_tables
+        table = tables.setdefault(repr((m, system, cal)), bounded.WorkTable(m, system, cal))
+        out = bounded.search(m, system, chips, cal, space, table)
     if out is None:
         out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
                                 tokens=tokens)
