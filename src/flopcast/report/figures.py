@@ -8,6 +8,7 @@ report/plots.py; the page from report/html.py.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from .. import catalog
 from ..plan import forecast
@@ -240,15 +241,17 @@ def _scaling_nodes(chips: int, system) -> list:
 def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM, chips=None, *, tokens=None,
                  serve_model=DEFAULT_SERVE_MODEL, serve_hardware=DEFAULT_SERVE_SYSTEM, serve_chips=DEFAULT_SERVE_CHIPS,
                  requests: int = 300, scaling_chips=None, layout=None, progress=None,
-                 calibration=None) -> Report:
+                 calibration=None, economics=None) -> Report:
     """All of flopcast's figures for one training scenario and one serving deployment.
 
     scaling_chips: cluster sizes (chips, rounded up to whole nodes) of the scaling, Pareto and goodput
     curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as forecast.train takes them).
     calibration: a file `flopcast calibrate` wrote, replacing the shipped calibration of its kind (training or
-    serving); None: the shipped ones.
+    serving); None: the shipped ones. economics: the user's price_per_hour (USD per node-hour), power_w (per chip)
+    and pue, replacing the catalog's in every training cost and energy (cost/economics.rates_for).
     """
     from ..cost import calibrations
+    from ..cost import economics as economics_mod
     from ..cost import inference as inf
     from ..plan import capacity
     from ..simulate import serving as S
@@ -264,7 +267,11 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
     say(1, total, "training configuration (layout search)")
     layout = dict(layout or {})
     cal, engines = calibrations.pair(calibration)
+    given = {k: v for k, v in (economics or {}).items() if v is not None}
+    rates = economics_mod.rates_for(system, **given) if given else None
     r = forecast.train(m, system, chips, tokens=n_tokens, calibration=cal, **layout)
+    if rates is not None:
+        r = replace(r, rates=rates)
     header, rows = train_table(r)
     rep.add("Training configuration",
             f"The fastest layout that fits {m.label} on {r.chips:,} {system.chip.id} chips ({system.id}), "
@@ -278,7 +285,7 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
                        f"{', '.join(f'{n * system.chips_per_node:,}' for n in nodes)} chips)")
     try:
         space = forecast.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
-        out = capacity.pareto(m, system, n_tokens, cal, space, sizes=nodes)
+        out = capacity.pareto(m, system, n_tokens, cal, space, sizes=nodes, rates=rates)
     except FlopcastError as exc:
         rep.add("Scaling and cost", f"Not drawn: {exc}")
         out = None

@@ -134,13 +134,21 @@ def _layer_kinds(c: _Ctx) -> list[tuple[float, bool, Layer]]:
     """(layers of this kind, MoE?, its times) for each kind of layer the model has."""
     xu = {k: v[c.first] for k, v in c.x.items()}
     kinds = []
-    share_sliding = c.model.sliding_share
-    for moe_layer, count in ((False, c.model.dense_layers), (True, c.model.moe_layers)):
-        for sliding, share in ((False, 1.0 - share_sliding), (True, share_sliding)):
-            if count and share > 0:
-                layer = layer_times(c.model, c.system, c.cal, xu, moe_layer, sliding, c.software)
-                kinds.append((count * share, moe_layer, Layer(**{k: c.spread(v) for k, v in layer.__dict__.items()})))
+    for n, moe_layer, sliding in _kinds(c.model):
+        layer = layer_times(c.model, c.system, c.cal, xu, moe_layer, sliding, c.software)
+        kinds.append((n, moe_layer, Layer(**{k: c.spread(v) for k, v in layer.__dict__.items()})))
     return kinds
+
+
+def _kinds(model: Model) -> list[tuple[float, bool, bool]]:
+    """(layers of this kind, MoE?, sliding-window?) for each kind of layer the model has."""
+    out = []
+    for moe_layer, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        for sliding, share in ((False, 1.0 - model.sliding_share), (True, model.sliding_share)):
+            if count and share > 0:
+                out.append((count * share, moe_layer, sliding))
+    return out
+
 
 
 def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
@@ -379,6 +387,33 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     parts["overhead"] = np.full_like(c.x["T"], cal.step_overhead_s)
     mem = _memory(c, kinds, st["stage_layers"], dense_params, expert_params, layer_dense, reserve_bytes)
     return _result(c, parts, mem)
+
+
+def memory_bytes(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+                 reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> np.ndarray:
+    """Bytes per chip of every layout, `evaluate`'s memory without its times (the same formulas: which layouts
+    fit, at a fraction of the work)."""
+    c = _context(model, system, lb, cal, software, True)
+    kinds = [(n, is_moe, None) for n, is_moe, _ in _kinds(model)]  # _memory reads counts and kinds only
+    L, pp, v = model.layers, c.f["pp"], c.v
+    stage_layers = np.where(v > 1, np.ceil(L / (pp * v)) * v, np.ceil(L / pp))
+    dense_params, expert_params, layer_dense = _stage_params(c, stage_layers)
+    return sum(_memory(c, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes).values())
+
+
+def microbatch_work_s(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+                      software: Software = MODERN_SOFTWARE) -> np.ndarray:
+    """Seconds one micro-batch spends in every layer and both edges (forward, backward, recomputation, exposed
+    tensor- and context-parallel communication), per layout; it reads LAYER_FIELDS and the recomputation only.
+
+    A lower bound the planner prunes with (plan/bounded.py): `evaluate`'s step is m W / pp (compute, recompute,
+    comm/tp, comm/cp; comm/ep >= 0 left out) plus the imbalance (t_max >= t_avg), the bubble ((pp - 1) / v t_max
+    for 1F1B and interleaved), pipeline and data-parallel communication, optimizer and overhead, none negative."""
+    c = _context(model, system, lb, cal, software, True)
+    kinds = _layer_kinds(c)
+    t_embed, t_logits = _edges(c, kinds)
+    lt = _layer_time(c, kinds)
+    return model.layers * (lt["fwd"] + lt["bwd"] + lt["rec"] + lt["tp"] + lt["cp"]) + t_embed + t_logits
 
 
 def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
