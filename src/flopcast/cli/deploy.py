@@ -10,9 +10,15 @@ from ..limits import click_type
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
-from .options import calibration_option
 from ..report.text_table import Column, render
-from .render import echo, echo_json
+from .options import calibration_option, report_options
+from .render import echo, echo_json, emit_report
+
+
+def _reports():
+    from ..report import figures  # matplotlib only when a report is asked for
+
+    return figures
 
 
 _POINTS = [Column("", text=True), Column("req/s", ",.1f"), Column("inst", ",d"), Column("tok/s/chip", ",.0f"),
@@ -69,8 +75,10 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--qps", type=click_type("qps"), default=None,
               help="Serve this request rate (whole instances); default: each at its capacity.")
 @click.option("--find-capacity", is_flag=True, help="Rank at capacity (the default when --qps is not given).")
-@click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
-@click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--input-tokens", default=None, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA (default 512).")
+@click.option("--output-tokens", default=None, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA (default 128).")
+@click.option("--trace", default=None,
+              help="CSV with arrival_s,input_tokens,output_tokens: request lengths drawn from it (arrivals Poisson).")
 @click.option("--weights", default=None,
               help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
 @click.option("--kv-dtype", default=None,
@@ -86,19 +94,23 @@ def _write_csv(path: str, rows: list[dict]) -> None:
               help="Print the launch command of each system's best deployment (vLLM; llama-server on CPUs).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Write every simulated deployment to this CSV.")
-def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
-           disaggregate, requests, seed, calibration, as_json, emit, csv_path):
+@report_options
+def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, trace, weights,
+           kv_dtype, disaggregate, requests, seed, calibration, as_json, emit, csv_path, html, png):
     """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, and prefill/decode
     pools apart (xPyD), pruned by the
     roofline, simulated, ranked by cost per million output tokens at the SLOs."""
     if find_capacity and qps is not None:
         raise FlopcastError("--find-capacity ranks each system at its capacity; leave out --qps")
+    if trace and (input_tokens is not None or output_tokens is not None):
+        raise FlopcastError("--trace gives the request lengths; leave out --input-tokens and --output-tokens")
     with Progress("deploying", unit="simulations", enabled=not as_json) as bar:
         res = api.deploy(model, hardware, slo_ttft=slo_ttft, slo_tpot=slo_tpot, qps=qps, input_tokens=input_tokens,
                          output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, requests=requests,
-                         seed=seed, calibration=calibration, progress=bar, disaggregate=disaggregate)
+                         seed=seed, calibration=calibration, progress=bar, disaggregate=disaggregate, trace=trace)
     if csv_path:
         _write_csv(csv_path, res.rows())
+    emit_report(html, png, lambda: _reports().deploy_report(res))
     if as_json:
         out = res.to_dict()
         if emit:
@@ -107,7 +119,7 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
         return
     cfg = res.config
     echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
-               f"(90% of requests), {input_tokens} in / {output_tokens} out tokens"
+         f"(90% of requests), {res.workload_label}"
                + (f", {qps:g} req/s" if qps else ", each at its capacity"))
     for o in res.systems.values():
         echo("\n".join(_system_lines(o)))

@@ -38,6 +38,8 @@ _common = [
     click.option("--tp", type=click_type("tp"), default=None,
                  help="Tensor-parallel degree in chips; default: all chips in use."),
     click.option("--threads", type=click_type("threads"), default=None, help="CPU threads; default: all cores in use."),
+    click.option("--pp", type=click_type("pp"), default=None,
+                 help="Pipeline stages per replica, each of --tp chips (default 1)."),
     click.option("--ep", type=click_type("ep"), default=None,
                  help="MoE models: 1, or --tp to split the experts over the replica's chips (attention "
                       "data-parallel)."),
@@ -69,13 +71,14 @@ def _apply(fn):
               help="Generated tokens per request.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def infer(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+def infer(model, hardware, chips, tp, threads, pp, ep, weights, kv_dtype, calibration, speculative, spec_tokens,
+          acceptance,
           batch, input_tokens, output_tokens, as_json,
           html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                     batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, ep=ep)
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, ep=ep, pp=pp)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -86,8 +89,8 @@ def infer(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibratio
     def within(key, show):
         return f"  ({r.interval.label}: {show(b[key][0])} to {show(b[key][1])})" if key in b else ""
 
-    head = (f"{d.model.label} on {d.system.id}: {d.tp * d.replicas} chip(s), tp {d.tp}"
-            + (f", ep {d.ep}" if d.ep > 1 else "")
+    head = (f"{d.model.label} on {d.system.id}: {d.chips * d.replicas} chip(s), tp {d.tp}"
+            + (f", pp {d.pp}" if d.pp > 1 else "") + (f", ep {d.ep}" if d.ep > 1 else "")
             + (f", {d.threads} threads" if d.threads else "")
             + f", weights {d.weights.name} ({d.weights.bits:.3g} bit/weight), engine family {d.family}")
     lines = fold(head) + [f"batch {batch}, {input_tokens} input tokens, {output_tokens} output tokens"]
@@ -168,7 +171,8 @@ def _p50_range(b: dict, key: str, interval) -> str:
               help="With --disaggregate: chips per decode replica (default --tp, else what fits one instance).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
-def serve(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibration, speculative, spec_tokens, acceptance,
+def serve(model, hardware, chips, tp, threads, pp, ep, weights, kv_dtype, calibration, speculative, spec_tokens,
+          acceptance,
           prefix_tokens, qps, requests, duration, input_tokens,
           output_tokens, trace, scheduler, slo_ttft, slo_tpot, seed, replicas, router, find_capacity, disaggregate,
           prefill_tp, decode_tp, as_json, html, png):
@@ -178,7 +182,7 @@ def serve(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibratio
                     trace=trace, scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot, seed=seed,
                     replicas=replicas, router=router, find_capacity=find_capacity, calibration=calibration,
                     speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
-                    disaggregate=disaggregate, prefill_tp=prefill_tp, decode_tp=decode_tp, ep=ep, **(
+                    disaggregate=disaggregate, prefill_tp=prefill_tp, decode_tp=decode_tp, ep=ep, pp=pp, **(
                         {"prefix_tokens": prefix_tokens} if prefix_tokens is not None else {}))
     d, cfg, res, capacity, notes = out.deployment, out.config, out.result, out.capacity_qps, list(out.assumptions)
     b, interval = out.bounds, out.interval
@@ -189,9 +193,10 @@ def serve(model, hardware, chips, tp, threads, ep, weights, kv_dtype, calibratio
     if as_json:
         echo_json(out.to_dict())
         return
-    head = f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.tp} {d.system.chip.id} " \
-           f"chip{'' if d.tp == 1 else 's'} each (tp {d.tp}) on {d.system.id}, {d.weights.name}, {d.family}, " \
-           f"{cfg.scheduler.value} batching"
+    stages = f", pp {d.pp}" if d.pp > 1 else ""
+    head = (f"{d.model.label}: {replicas} replica{'' if replicas == 1 else 's'} of {d.chips} {d.system.chip.id} "
+            f"chip{'' if d.chips == 1 else 's'} each (tp {d.tp}{stages}) on {d.system.id}, {d.weights.name}, "
+            f"{d.family}, {cfg.scheduler.value} batching")
     if out.disaggregated is not None:
         head = f"{d.model.label} on {d.system.id}: {out.disaggregated.label}, {d.weights.name}, {d.family}"
     lines = fold(head) + figures(_serve_rows(res, cfg, capacity, qps, b, interval))
