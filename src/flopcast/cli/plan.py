@@ -103,7 +103,7 @@ def _search_table(rows, n_tokens) -> list[str]:
 
 _POINT_COLUMNS = [Column("", text=True), Column("nodes", ",d"), Column("chips", ",d"), Column("days", ",.1f"),
                   Column("w/faults days", ",.1f"), Column("cost USD", ",.0f"), Column("MFU %", ".1f"),
-                  Column("batch", ",d"), Column("", text=True), Column("idle chips", ",d"),
+                  Column("batch", ",d"), Column("", text=True), Column("idle", ",d"),
                   Column("layout", text=True)]
 
 
