@@ -1,5 +1,7 @@
 """The deployment search considers disaggregated prefill/decode units (plan/disaggregate.py)."""
 
+import json
+
 import pytest
 
 from flopcast import api, catalog
@@ -63,3 +65,19 @@ def test_no_disaggregate_leaves_them_out():
     assert o.simulated and all(p.to_dict()["disaggregated"] is None for p in o.simulated)
     assert o.best.candidate.replicas_per_instance > 1
     assert api.deploy  # the command's API function takes `disaggregate` too
+
+
+def test_deploy_trace_and_html(capsys, tmp_path):
+    from flopcast.cli import main
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,300,100\n0.5,900,200\n1.0,2000,50\n")
+    page = tmp_path / "d.html"
+    assert main(["deploy", "llama3-8b", "-H", "p5.48xlarge", "--trace", str(trace), "--weights", "fp8", "--kv-dtype",
+                 "fp8", "--requests", "50", "--no-disaggregate", "--json", "--html", str(page)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["trace"] == str(trace) and out["input_tokens"] == f"trace {trace}"
+    assert out["systems"]["p5.48xlarge"]["best"] is not None
+    html = page.read_text()
+    assert "<svg" in html and "Simulated deployments" in html
+    assert main(["deploy", "llama3-8b", "-H", "p5.48xlarge", "--trace", str(trace), "--input-tokens", "5"]) == 2

@@ -24,7 +24,8 @@ from .args import python_errors
 
 
 def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None,
-               calibration=None, speculative=None, spec_tokens=None, acceptance=None, ep=None) -> inf.Deployment:
+               calibration=None, speculative=None, spec_tokens=None, acceptance=None, ep=None,
+               pp=None) -> inf.Deployment:
     """The deployment of `model` on `hardware` (names, files or catalog objects); `calibration`: a serving
     calibration file `calibrate` wrote, instead of the shipped one; `speculative` (draft, eagle, medusa, mtp)
     with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py); `ep`: 1, or
@@ -34,7 +35,7 @@ def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=No
     spec = speculation(speculative, spec_tokens, acceptance)
     return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                           inference_calibration=calibrations.serving(calibration), speculation=spec,
-                          ep=check("ep", ep))
+                          ep=check("ep", ep), pp=check("pp", pp))
 
 
 def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
@@ -48,9 +49,9 @@ def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
                    else inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
-    elif d.tp * d.replicas != d.system.chips_per_node:
-        out.append(f"cost: {d.system.id}'s price pro rata to the {d.tp * d.replicas} of its {d.system.chips_per_node} "
-                   f"chips in use (a smaller instance of the family may rent them whole)")
+    elif d.chips * d.replicas != d.system.chips_per_node:
+        out.append(f"cost: {d.system.id}'s price pro rata to the {d.chips * d.replicas} of its "
+                   f"{d.system.chips_per_node} chips in use (a smaller instance of the family may rent them whole)")
     return out
 
 
@@ -72,7 +73,7 @@ class InferResult(Tabular):
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
           output_tokens: int = 128, calibration=None, speculative=None, spec_tokens=None,
-          acceptance=None, ep: int | None = None) -> InferResult:
+          acceptance=None, ep: int | None = None, pp: int | None = None) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
@@ -84,7 +85,7 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     output_tokens = check("output_tokens", output_tokens)
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
-                   ep=ep)
+                   ep=ep, pp=pp)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     if r.interval is not None:
@@ -132,7 +133,8 @@ class ServeResult(Tabular):
     def to_dict(self) -> dict:
         d, cfg = self.deployment, self.config
         out = S.with_interval(self.result.to_dict(), self.bounds, self.interval)
-        out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": cfg.replicas,
+        out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "pp": d.pp, "ep": d.ep,
+                    "replicas": cfg.replicas,
                     "scheduler": cfg.scheduler.value, "qps": self.qps, "slo_ttft_s": cfg.slo_ttft_s,
                     "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": self.capacity_qps,
                     "disaggregated": None if self.disaggregated is None else self.disaggregated.to_dict(),
@@ -166,7 +168,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
           router="least-loaded", find_capacity: bool = False, calibration=None, speculative=None,
           spec_tokens=None, acceptance=None, prefix_tokens: int = 0, disaggregate=None, prefill_tp: int | None = None,
-          decode_tp: int | None = None, ep: int | None = None) -> ServeResult:
+          decode_tp: int | None = None, ep: int | None = None, pp: int | None = None) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
@@ -182,7 +184,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     chips, tp, threads, qps = check("chips", chips), check("tp", tp), check("threads", threads), check("qps", qps)
     requests, seed, replicas = check("requests", requests), check("seed", seed), check("replicas", replicas)
     kw = dict(threads=threads, weights=weights, kv_dtype=kv_dtype, calibration=calibration, speculative=speculative,
-              spec_tokens=spec_tokens, acceptance=acceptance, ep=ep)
+              spec_tokens=spec_tokens, acceptance=acceptance, ep=ep, pp=pp)
     pd = None
     if disaggregate is not None:
         pd = _pools(model, hardware, disaggregate, chips, tp, check("tp", prefill_tp, label="`prefill_tp`"),

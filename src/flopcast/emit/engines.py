@@ -32,6 +32,8 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
             missing.append(f"replicas: {replicas} expert-parallel replicas, each its own server on its own chips")
     else:
         args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
+        if d.pp > 1:
+            args.append(f"--pipeline-parallel-size {d.pp}")
         if replicas > 1:
             args.append(f"--data-parallel-size {replicas}")
     args += [f"--max-num-seqs {max_seqs}", f"--max-model-len {max_model_len}"]

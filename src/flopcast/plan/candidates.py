@@ -33,10 +33,11 @@ class Candidate:
     prefill_s: float = 0.0  # roofline seconds of one request's prefill (in a full prefill pass)
     decode_s: float = 0.0  # roofline seconds of one request's decode share (O steps at bound_batch, / bound_batch)
     ep: int = 1  # tp: a MoE model's experts over the replica's chips, attention data-parallel
+    pp: int = 1  # pipeline stages of tp chips each
 
     @property
     def label(self) -> str:
-        layout = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}"
+        layout = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}" + (f" x PP{self.pp}" if self.pp > 1 else "")
         share = (f"{self.replicas_per_instance} x {layout} per instance" if self.instances_per_replica == 1
                  else f"{layout} over {self.instances_per_replica} instances")
         return f"{share}, weights {self.weights}, KV {self.kv_dtype}, max batch {self.max_seqs}"

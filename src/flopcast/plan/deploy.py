@@ -59,7 +59,8 @@ class DeployPoint:
 
     def to_dict(self) -> dict:
         c, r = self.candidate, self.result
-        return {"tp": c.tp, "ep": c.ep, "weights": c.weights, "kv_dtype": c.kv_dtype, "max_seqs": c.max_seqs,
+        return {"tp": c.tp, "pp": c.pp, "ep": c.ep, "weights": c.weights, "kv_dtype": c.kv_dtype,
+                "max_seqs": c.max_seqs,
                 "replicas_per_instance": c.replicas_per_instance, "instances_per_replica": c.instances_per_replica,
                 "instances": self.instances, "qps": self.qps, "replica_capacity_qps": self.replica_qps,
                 "roofline_bound_qps": c.bound_qps,
@@ -122,20 +123,34 @@ def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, 
             for w in ws:
                 for kv in kvs:
                     out += [Candidate(tp, w, kv, b, per, span, ep=ep) for b in max_seqs]
+    for tp, pp, per, span in _pp_layouts(system):
+        out += [Candidate(tp, w, kv, b, per, span, pp=pp) for w in ws for kv in kvs for b in max_seqs]
     return out
+
+
+def _pp_layouts(system: System) -> list[tuple[int, int, int, int]]:
+    """(tp, pp, replicas per instance, instances per replica) of pipelines that fill one instance (tp x pp = its
+    chips) or run one full-instance TP stage per instance over 2 or 4 instances (a model too large for one)."""
+    n = _chips(system)
+    if system.chip.kind == "cpu":
+        return []
+    nodes = max(1, system.max_chips // n)
+    out = [(n // pp, pp, 1, 1) for pp in (2, 4) if n % pp == 0 and n // pp >= 1]
+    return out + [(n, pp, 0, pp) for pp in (2, 4) if pp <= nodes]
 
 
 def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out: int, config,
                    inference_calibration=None) -> tuple:
     """(candidate with its bound, deployment) or (None, reason) when the roofline rules it out."""
-    d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
-                       inference_calibration=inference_calibration, ep=c.ep)
+    d = inf.deployment(model, system, chips=c.tp * c.pp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
+                       inference_calibration=inference_calibration, ep=c.ep, pp=c.pp)
     one = inf.predict(d, 1, n_in, n_out)
     if not one.fits:
         return None, "does not fit"
     if one.ttft_s > config.slo_ttft_s or one.tpot_s > config.slo_tpot_s:
         return None, "misses the SLOs alone"
-    cap = min(c.max_seqs, max(1, inf.max_batch(d, n_in + n_out)))
+    ve = d.virtual_engines  # a pipeline runs pp batches at once, each up to max_seqs in 1/pp of the KV cache
+    cap = min(c.max_seqs, max(1, inf.max_batch(d, n_in + n_out) // ve))
     b = np.arange(1, cap + 1)
     t_dec, _ = inf.decode_time(d, b, inf.decode_window(d, n_in, n_out))
     ok = np.nonzero(np.asarray(t_dec) <= config.slo_tpot_s)[0]
@@ -143,7 +158,7 @@ def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out:
     k = max(1, PREFILL_TOKENS // max(n_in, 1))
     t_pre = float(inf.prefill_time(d, k, n_in)[0]) / k
     t_out = n_out * float(np.asarray(t_dec)[best - 1]) / best
-    q = BOUND_SLACK / (t_pre + t_out)
+    q = BOUND_SLACK * ve / (t_pre + t_out)
     return replace(c, bound_qps=q, bound_batch=best, prefill_s=t_pre, decode_s=t_out), d
 
 
@@ -314,8 +329,8 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
         return split.verify_split(p, workload, config, requests, seed)
     if c.replicas_per_instance <= 1:
         return None
-    d = inf.deployment(model, system, chips=c.tp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype, inference_calibration=ic, ep=c.ep)
+    d = inf.deployment(model, system, chips=c.tp * c.pp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
+                       kv_dtype=c.kv_dtype, inference_calibration=ic, ep=c.ep, pp=c.pp)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
     q = p.replica_qps * c.replicas_per_instance
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
@@ -333,7 +348,8 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
     c = Candidate(n, w, kv, config.max_seqs, 1, 1)
     for p in sims:
         pc = p.candidate
-        if type(pc) is Candidate and pc.tp == n and (pc.weights, pc.kv_dtype, pc.max_seqs) == (w, kv, c.max_seqs):
+        same = (pc.tp, pc.pp, pc.ep, pc.weights, pc.kv_dtype, pc.max_seqs) == (n, 1, 1, w, kv, c.max_seqs)
+        if type(pc) is Candidate and same:
             return p
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))

@@ -43,14 +43,16 @@ class SplitCandidate(D.Candidate):
 
 
 def _per_tp(bounded: list) -> dict:
-    """tp -> (candidate, deployment) in the formats and max batch of the best-bounded colocated candidate."""
+    """tp -> (candidate, deployment) in the formats and max batch of the best-bounded colocated candidate (one
+    instance, tensor parallel only)."""
+    bounded = [(c, d) for c, d in bounded if c.pp == 1 and c.ep == 1 and c.instances_per_replica == 1]
     if not bounded:
         return {}
     per_chip = lambda x: x[0].bound_qps / x[0].tp
     top = max(bounded, key=per_chip)[0]
     fmt = (top.weights, top.kv_dtype, top.max_seqs)
     return {c.tp: (c, d) for c, d in bounded
-            if (c.weights, c.kv_dtype, c.max_seqs, c.ep) == fmt + (top.ep,) and c.instances_per_replica == 1}
+            if (c.weights, c.kv_dtype, c.max_seqs) == fmt}
 
 
 def split_candidates(system, bounded: list) -> list:
@@ -71,8 +73,9 @@ def split_candidates(system, bounded: list) -> list:
                         continue
                     seen.add(key)
                     bound = D.BOUND_SLACK * min(p / cp.prefill_s, q / cd.decode_s)
-                    c = SplitCandidate(tp_d, cd.weights, cd.kv_dtype, cd.max_seqs, n // chips, 1, bound,
-                                       cd.bound_batch, cp.prefill_s, cd.decode_s, p, q, tp_p)
+                    c = SplitCandidate(tp_d, cd.weights, cd.kv_dtype, cd.max_seqs, n // chips, 1, bound_qps=bound,
+                                       bound_batch=cd.bound_batch, prefill_s=cp.prefill_s, decode_s=cd.decode_s,
+                                       prefill_replicas=p, decode_replicas=q, prefill_tp=tp_p)
                     out.append((c, S.disaggregated(dp, dd, p, q, Placement.SAME_INSTANCE)))
     return out
 

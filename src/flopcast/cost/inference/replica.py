@@ -40,6 +40,21 @@ class Deployment:
     assumptions: tuple = field(default=(), compare=False)
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
     ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
+    pp: int = 1  # pipeline stages, each of tp chips holding layers / pp (see `virtual_engines`)
+
+    @property
+    def chips(self) -> int:
+        """Chips (sockets for CPUs) of one replica: tp x pp."""
+        return self.tp * self.pp
+
+    @property
+    def virtual_engines(self) -> int:
+        """Batches a replica runs at once: one per pipeline stage. vLLM's pipeline parallelism keeps pp virtual
+        engines, each with its own scheduler and 1/pp of the KV blocks, so pp batches flow through the stages
+        staggered (vLLM docs, "Distributed inference and serving"; the GPipe-style decode pipeline of Huang et al.
+        2019). Each batch's pass takes all stages in turn (rates below are one stage's tp chips); with fewer busy
+        engines than stages the others' stages idle: the decode pipeline's bubble."""
+        return self.pp
 
     @property
     def is_cpu(self) -> bool:
@@ -125,12 +140,12 @@ class Deployment:
         if self.is_cpu:
             total = s.host_memory or s.chip.memory * s.chips_per_node
             return total * self.tp / s.chips_per_node
-        return s.chip.memory * self.tp
+        return s.chip.memory * self.tp * self.pp
 
     @property
     def price_per_hour(self) -> float | None:
         s = self.system
-        return None if s.price_per_hour is None else s.price_per_hour * self.tp * self.replicas / s.chips_per_node
+        return None if s.price_per_hour is None else s.price_per_hour * self.chips * self.replicas / s.chips_per_node
 
 
 def compute_peak(chip, dtype: Dtype) -> float:
@@ -144,13 +159,15 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
                threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, efficiency: EngineEfficiency | None = None,
                calibration=None, inference_calibration: dict | None = None, speculation=None,
-               ep: int | None = None) -> Deployment:
+               ep: int | None = None, pp: int | None = None) -> Deployment:
     """Check the user's choices and fill the blanks the way a tuned practitioner would.
 
     `speculation`: a speculation.Speculation (speculative decoding), or None. `ep`: 1, or tp for a MoE model's
-    experts split over the replica's chips (Deployment.expert_parallel)."""
+    experts split over the replica's chips (Deployment.expert_parallel). `pp`: pipeline stages of tp chips each
+    (Deployment.virtual_engines)."""
     cpu = system.chip.kind == "cpu"
-    chips, tp = _chips_and_tp(system, chips, tp)
+    pp = _pp(model, system, pp, ep)
+    chips, tp = _chips_and_tp(system, chips, tp, pp)
     threads = _threads(system, tp, threads)
     fmt = weight_format(weights or ("q4_0" if cpu else "bf16"))
     kv = kv_element_bytes(kv_dtype or ("fp16" if cpu else "bf16"))
@@ -165,8 +182,8 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ...catalog import calibration as _cal
 
         calibration = _cal()
-    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation,
-                   _ep(model, system, tp, ep))
+    d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
+                   speculation, _ep(model, system, tp, ep), pp)
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
@@ -188,16 +205,31 @@ def _ep(model: Model, system: System, tp: int, ep: int | None) -> int:
     return ep
 
 
-def _chips_and_tp(system: System, chips: int | None, tp: int | None) -> tuple[int, int]:
-    """The chips of the deployment (default: one node) and its tensor-parallel degree (default: all of them)."""
+def _pp(model: Model, system: System, pp: int | None, ep: int | None) -> int:
+    """Pipeline stages: 1, or up to the model's layers on an accelerator (not with expert parallelism)."""
+    if pp is None or pp == 1:
+        return 1
+    if system.chip.kind == "cpu":
+        raise FlopcastError("--pp applies to accelerators; CPU sockets run one replica each (--tp)")
+    if pp < 1 or pp > model.layers:
+        raise FlopcastError(f"--pp must be between 1 and the model's {model.layers} layers, got {pp}")
+    if ep not in (None, 1):
+        raise FlopcastError("--pp with --ep is not modelled; give one of them")
+    return pp
+
+
+def _chips_and_tp(system: System, chips: int | None, tp: int | None, pp: int = 1) -> tuple[int, int]:
+    """The chips of the deployment (default: one node, or tp x pp) and its tensor-parallel degree (default: the
+    chips over the pipeline stages)."""
     if chips is None:
-        chips = system.chips_per_node
+        chips = system.chips_per_node if tp is None or pp == 1 else tp * pp
     if chips < 1 or chips > system.max_chips:
         raise FlopcastError(f"--chips must be between 1 and {system.max_chips} for {system.id}, got {chips}")
     if tp is None:
-        tp = chips
-    if tp < 1 or chips % tp:
-        raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips}), got {tp}")
+        tp = chips // pp
+    if tp < 1 or chips % (tp * pp):
+        raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips})"
+                            + (f" over --pp {pp} stages" if pp > 1 else "") + f", got {tp}")
     return chips, tp
 
 
@@ -224,6 +256,10 @@ def _layout_notes(d: Deployment) -> list[str]:
     if family in STATIC_SHAPE_FAMILIES:
         notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
                      "KV window (input + output tokens), not the live context")
+    if d.pp > 1:
+        notes.append(f"pipeline of {d.pp} stages x TP{d.tp}: {d.pp} batches in flight (vLLM virtual engines), each "
+                     f"with 1/{d.pp} of the KV cache and --max-num-seqs; a pass crosses every stage (+{d.pp - 1} "
+                     "activation sends); stalls between batches of unequal length are not modelled")
     if d.expert_parallel:
         notes.append(f"expert parallel over {d.ep} chips: {model.moe.experts // d.ep} routed experts per chip, "
                      "attention, dense layers and shared experts copied on each, every chip its own sequences and "

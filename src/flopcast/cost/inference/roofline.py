@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from ..comm import Collective, collective_time, dispatch_time
+from ..comm import Collective, collective_time, dispatch_time, p2p_time
 from .engines import STATIC_SHAPE_FAMILIES
 from .formats import effective_context
 from .replica import Deployment
@@ -80,6 +80,9 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
         parts["comm/tp"] = 2.0 * m.layers * ar
     else:
         parts["comm/tp"] = 0.0 * new_tokens
+    # pipeline: the pass's activations sent from each stage to the next (GPipe, Huang et al. 2019)
+    parts["comm/pp"] = ((d.pp - 1) * p2p_time(new_tokens * h * act, d.tp, d.system, d.calibration) if d.pp > 1
+                        else 0.0 * new_tokens)
     parts["overhead"] = m.layers * d.efficiency.layer_overhead_s + 0.0 * new_tokens
     total = sum(parts.values())
     return total, parts

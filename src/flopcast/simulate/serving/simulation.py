@@ -72,7 +72,8 @@ class Simulation:
     def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
                  seed: int, record: bool, speed: float = 1.0):
         self.d, self.config, self.record = d, config, record
-        self.cap = inf.kv_capacity_tokens(d)  # KV tokens a replica holds
+        # KV tokens a replica (a pipeline's virtual engine: d.virtual_engines per replica) holds
+        self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
         self.static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
         self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
@@ -101,7 +102,7 @@ class Simulation:
         self.done = [math.nan] * n
         self.rejected = [False] * n
         self.engine = Engine(seed)
-        self.replicas = [Replica(i) for i in range(config.replicas)]
+        self.replicas = [Replica(i) for i in range(config.replicas * d.virtual_engines)]
         self.events = []  # (time, kind, rid) when recorded
         self.rr = 0  # round-robin cursor
         self.in_system, self.area, self.last = 0, 0.0, 0.0
