@@ -202,6 +202,9 @@ def test_cli_text_table(result, monkeypatch):
     assert "verdict rules:" in out.output and "+-15%" in out.output
     for r in result.rows:
         assert f"[{r.id}]" in out.output
+    from test_text_output import misaligned, too_wide
+
+    assert not too_wide(out.output) and not misaligned(out.output), (too_wide(out.output), misaligned(out.output)[:3])
 
 
 def test_claims_report_draws_its_series(result):

@@ -68,3 +68,13 @@ def test_cli_deploy_json_and_errors(capsys, tmp_path):
     assert main(["deploy", "llama3-8b", "--hardware", "p5.48xlarge", "--qps", "5", "--find-capacity"]) == 2
     assert main(["deploy", "llama3-8b", "--hardware", "p5.48xlarge", "--weights", "q9_9"]) == 2
     assert api.deploy  # the command's API function
+
+
+def test_cli_deploy_text_fits_and_lines_up(capsys):
+    from test_text_output import misaligned, too_wide
+
+    assert main(["deploy", "llama3-8b", "--hardware", "c8g.16xlarge", "--slo-ttft", "10s", "--slo-tpot", "200ms",
+                 "--weights", "q4_0", "--requests", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "best" in text and "Pareto" in text
+    assert not too_wide(text) and not misaligned(text), (too_wide(text), misaligned(text)[:3])

@@ -180,3 +180,63 @@ def test_moe_user_files_train_infer_and_serve(tmp_path, capsys, text, moe_layers
     assert i
     s = _cli(["serve", str(path), "--hardware", "p5.48xlarge", "--qps", "2", "--requests", "20", "--json"], capsys)
     assert s
+
+
+# Expert tensor parallelism decoupled from the attention's (Megatron-Core --expert-tensor-parallel-size; MoE
+# Parallel Folding, Liu et al. 2025, arXiv:2504.14960)
+ETP_LAYOUT = dict(tp=4, pp=1, dp=4, ep=4, micro_batch=1, global_batch=64, sequence_parallel=True, recompute="none",
+                  sharding="zero1", schedule="1f1b")
+
+
+def test_etp_defaults_to_tp_and_splits_the_experts():
+    m, hw = "mixtral-8x7b", "p5.48xlarge"
+    default = flopcast.train(m, hardware=hw, chips=16, **ETP_LAYOUT, etp=0)
+    same = flopcast.train(m, hardware=hw, chips=16, **ETP_LAYOUT, etp=4)
+    assert default.layout.expert_tp == 4 and default.step_time_s == pytest.approx(same.step_time_s, rel=1e-12)
+    whole = flopcast.train(m, hardware=hw, chips=16, **ETP_LAYOUT, etp=1)
+    assert whole.layout.as_dict()["etp"] == 1 and "etp=1" in whole.layout.describe()
+    # unsplit experts hold 4x the expert weights per chip (ZeRO-1 leaves weights whole)
+    model = catalog.load_model(m)
+    expert = params.moe_params(model)[0] * model.moe_layers  # routed parameters, all layers (bf16: 2 bytes each)
+    gained = whole.memory_breakdown_bytes["weights"] - same.memory_breakdown_bytes["weights"]
+    assert gained == pytest.approx(expert * 2 * (1 / 4 - 1 / 16), rel=1e-6)
+    # with etp = tp the expert group gathers its tokens over tp; with etp = 1 there is nothing to gather
+    assert same.time_breakdown_s["comm/ep"] > whole.time_breakdown_s["comm/ep"]
+
+
+def test_etp_folds_ep_over_the_tp_ranks():
+    """ep = 8 over a tp = 8 node with dp = 1 exists only with etp = 1 (etp x ep must divide tp x cp x dp)."""
+    m, s = catalog.load_model("mixtral-8x7b"), catalog.load_system("p5.48xlarge")
+    folded = Layout(tp=8, pp=1, dp=1, ep=8, etp=1, global_batch=8, sequence_parallel=True)
+    rules = search.rules(m, s, LayoutBatch.of([folded, dataclasses.replace(folded, etp=0)]), 8, exact_chips=True)
+    assert rules[search.EP_RULE].tolist() == [True, False]
+    r = flopcast.train("mixtral-8x7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, ep=8, etp=1, global_batch=8,
+                       sequence_parallel=True)
+    assert r.layout.ep == 8 and r.layout.expert_tp == 1
+    with pytest.raises(flopcast.FlopcastError, match="etp x ep divides tp x cp x dp"):
+        flopcast.train("mixtral-8x7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, ep=8, etp=8, global_batch=8,
+                       sequence_parallel=True, micro_batch=1, recompute="none", sharding="zero1", schedule="1f1b",
+                       dtype="bf16", vp=1, cp=1)
+
+
+def test_the_search_tries_etp_one_for_moe_and_the_emitters_state_it(capsys):
+    m, s = catalog.load_model("mixtral-8x7b"), catalog.load_system("p5.48xlarge")
+    lb, _, _ = search.candidates(m, s, 16, search.SearchSpace(tp=(4,), pp=(1,), global_batch=(64,)))
+    assert {0, 1} <= set(lb.etp.tolist())
+    dense, _, _ = search.candidates(catalog.load_model("llama3-8b"), s, 16, search.SearchSpace(tp=(4,)))
+    assert set(dense.etp.tolist()) == {0}
+    args = ["train", "mixtral-8x7b", "-H", "p5.48xlarge", "-n", "16", "--tp", "4", "--pp", "1", "--ep", "4",
+            "--etp", "1", "--global-batch", "64", "--sequence-parallel"]
+    assert main(args + ["--emit", "megatron"]) == 0
+    assert "--expert-tensor-parallel-size 1" in capsys.readouterr().out
+    assert main(args + ["--emit", "nemo"]) == 0
+    assert "expert_tensor_parallel_size: 1" in capsys.readouterr().out
+    assert main(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", "--tp", "8", "--etp", "1"]) == 2
+    assert "dense model" in capsys.readouterr().err
+
+
+def test_validation_rows_state_etp(tmp_path):
+    from flopcast.validate import training as vt
+    cases, skipped = vt.load_cases("validation/moe_training_runs.csv")
+    assert not skipped
+    assert {c.run_id: c.space.etp for c in cases}["moe-10"] == (1,)

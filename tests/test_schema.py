@@ -7,7 +7,7 @@ import time
 import pytest
 
 from flopcast import catalog
-from flopcast.catalog import files, schema
+from flopcast.catalog import entries, files, schema
 from flopcast.cli import main
 from flopcast.errors import FlopcastError
 
@@ -115,9 +115,9 @@ def test_the_error_reaches_the_cli_as_one_line(tmp_path, capsys):
 
 
 def _fields(cls, prefix=""):
-    for name, info in cls.model_fields.items():
+    for name, annotation in entries.hints(cls).items():
         yield name
-        inner = schema._model_of(info.annotation)
+        inner = schema._model_of(annotation)
         if inner is not None:
             yield from _fields(inner)
 

@@ -78,14 +78,19 @@ def test_every_rejection_rule_is_exercised():
         Layout(tp=8, pp=8, dp=2, global_batch=16),  # more chips than available
         Layout(tp=8, pp=8, dp=1, global_batch=4, schedule=Schedule.DUALPIPE),  # fewer than 2 pp micro-batches
         Layout(tp=8, pp=1, dp=8, global_batch=16, recompute=Recompute.FULL, schedule=Schedule.ONE_F_ONE_B_OVERLAP),
+        Layout(tp=8, pp=1, dp=8, global_batch=16, etp=1),  # an expert tensor-parallel degree on a dense model
     ]
     rules = search_mod.rules(m, system, LayoutBatch.of(bad), chips, exact_chips=True)
     never = [name for name, ok in rules.items() if ok.all()]
     assert not never, f"rules never exercised: {never}"
-    # the MoE branch of the ep rule: ep must divide the experts and dp
-    moe_rules = search_mod.rules(moe, system, LayoutBatch.of([Layout(tp=1, pp=1, dp=8, ep=3, global_batch=8)]), 8,
-                                 exact_chips=True)
-    assert not moe_rules["ep is 1 for dense models and divides the experts and dp"][0]
+    # the MoE branch of the ep rule: ep must divide the experts, etp x ep the stage's tp x cp x dp ranks; ep may fold
+    # over the tp ranks with etp = 1, and etp < tp needs sequence parallelism
+    lay = [Layout(tp=1, pp=1, dp=8, ep=3, global_batch=8), Layout(tp=2, pp=1, dp=4, ep=8, global_batch=8),
+           Layout(tp=2, pp=1, dp=4, ep=8, etp=1, global_batch=8),
+           Layout(tp=2, pp=1, dp=4, ep=8, etp=1, global_batch=8, sequence_parallel=False)]
+    moe_rules = search_mod.rules(moe, system, LayoutBatch.of(lay), 8, exact_chips=True)
+    assert moe_rules[search_mod.EP_RULE].tolist() == [False, False, True, True]
+    assert moe_rules[search_mod.ETP_RULE].tolist() == [True, True, True, False]
     # the rules the search itself applies outside `rules`: memory and the cluster size
     cal = catalog.calibration()
     out = search_mod.search(m, system, 16, cal, search_mod.SearchSpace(global_batch=(64,), pp=(1, 2, 64)))

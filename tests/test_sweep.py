@@ -56,7 +56,8 @@ def test_grid_expands_to_the_product(tmp_path):
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: {from: 8, to: 64}\n", "exactly one of times, step or steps"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nlayout: {tpp: 2}\n", "did you mean 'tp'"),
     ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nobjective: fastest\n", "objective"),
-    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nserving: {slo_ttft: 1s}\n", "not supported yet"),
+    ("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: 8\nserving: {slo_ttft: 1s, slo_tpot: 1s}\n",
+     "'chips' is a training field"),
     ("- just a list\n", "must hold a mapping"),
 ])
 def test_bad_files_are_one_line_errors(tmp_path, text, words):
@@ -175,18 +176,26 @@ def test_executor_streams_results_and_errors():
 
 
 def test_local_pool_and_ray_give_the_same_rows(tmp_path):
+    """Ray's local mode gives the local engines' rows, an invalid scenario as its row, and resumes a cut run."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'flopcast[ray]')")
-    f = _file(tmp_path, TINY)
+    f = _file(tmp_path, TINY + "layout: [{}, {tp: 3}]\n")
     one = api.sweep(f, workers=1)
     pool = api.sweep(f, workers=2)
+    out = tmp_path / "ray.csv"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        on_ray = api.sweep(f, engine="ray")
+        on_ray = api.sweep(f, out, engine="ray")
         outs = sorted(executors.run([4.0, -1.0, 9.0], math.sqrt, engine="ray", batch=2), key=lambda o: o.index)
         assert [o.value for o in outs] == [2.0, None, 3.0] and outs[1].error == "ValueError: math domain error"
+        rows = table.read(out)  # cut short after 5 rows, one of them failed: the rest and the failed one rerun
+        table.write(out, [*rows[:4], {**rows[4], "status": "failed", "error": "ray task failed"}])
+        resumed = api.sweep(f, out, engine="ray")
     finally:
         ray.shutdown()
     assert one.rows == pool.rows == on_ray.rows and on_ray.engine == "ray"
+    assert on_ray.counts == {"ok": 8, "invalid": 8} and "`tp=3`" in on_ray.rows[1]["error"]
+    assert resumed.skipped == 4 and resumed.ran == 12 and resumed.counts == on_ray.counts
+    assert [r["scenario_id"] for r in table.read(out)] == [r["scenario_id"] for r in on_ray.rows]
 
 
 def test_cli_writes_the_table_and_the_report(tmp_path, capsys):

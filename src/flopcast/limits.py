@@ -38,7 +38,8 @@ _YEARS = 365 * DAY
 LIMITS = {
     # cluster and layout
     "chips": Bound(1, 1e8), "tp": Bound(1, 65_536), "pp": Bound(1, 10_000), "dp": Bound(1, 1e8),
-    "cp": Bound(1, 65_536), "ep": Bound(1, 65_536), "vp": Bound(1, 10_000), "micro_batch": Bound(1, 1e6),
+    "cp": Bound(1, 65_536), "ep": Bound(1, 65_536), "etp": Bound(1, 65_536), "vp": Bound(1, 10_000),
+    "micro_batch": Bound(1, 1e6),
     "global_batch": Bound(1, 1e9), "seq_len": Bound(1, 2**27), "top": Bound(1, 1e6),
     "tokens": Bound(0, 1e17, integer=False, open_low=True),
     # serving

@@ -93,7 +93,7 @@ def fmt_count(n: float) -> str:
 
 
 def fmt_duration(seconds: float) -> str:
-    """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days."""
+    """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days, 1,307.6 days."""
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms"
     if seconds < 120:
@@ -102,7 +102,7 @@ def fmt_duration(seconds: float) -> str:
         return f"{seconds / 60:.1f} min"
     if seconds < 2 * DAY:
         return f"{seconds / HOUR:.1f} h"
-    return f"{seconds / DAY:.1f} days"
+    return f"{seconds / DAY:,.1f} days"
 
 
 def _finite(value: float, text: str) -> float:

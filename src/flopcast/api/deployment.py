@@ -25,6 +25,7 @@ def _point(p) -> dict | None:
 def outcome_dict(o: D.DeployOutcome) -> dict:
     """One system's search as JSON: the best deployment, the one-replica baseline, the Pareto front."""
     best, base = o.best, o.baseline
+    whole = o.verified is not None and best is not None
     saving = None
     if best and base and best.cost_per_million_output_tokens_usd and base.cost_per_million_output_tokens_usd:
         saving = 1.0 - best.cost_per_million_output_tokens_usd / base.cost_per_million_output_tokens_usd
@@ -34,8 +35,8 @@ def outcome_dict(o: D.DeployOutcome) -> dict:
                 else "chip_hours_per_million_output_tokens"),
             "best": _point(best), "baseline_one_replica_per_instance": _point(base),
             "cost_saving_vs_baseline": saving, "pareto": [p.to_dict() for p in o.pareto],
-            "verified_instance": None if o.verified is None else {
-                "replicas": o.best.candidate.replicas_per_instance, "qps": o.best.qps,
+            "verified_instance": None if not whole else {
+                "replicas": best.candidate.replicas_per_instance, "qps": o.best.qps,
                 "slo_attainment": o.verified.slo_attainment, "ttft_s": o.verified.ttft_s, "tpot_s": o.verified.tpot_s,
                 "requests": o.verified.requests},
             "simulated": [p.to_dict() for p in o.simulated], "candidates": o.considered,
@@ -52,24 +53,38 @@ class DeployResult(Tabular):
     output_tokens: str
     qps: float | None
     systems: dict
+    trace: str | None = None  # the trace whose request lengths the search drew (its lengths in input/output_tokens)
+
+    @property
+    def workload_label(self) -> str:
+        if self.trace:
+            return f"request lengths of {self.trace} ({len(self.input_tokens):,} requests)"
+        return f"{self.input_tokens} in / {self.output_tokens} out tokens"
 
     def to_dict(self) -> dict:
         cfg = self.config
+        tokens = (f"trace {self.trace}", f"trace {self.trace}") if self.trace else (self.input_tokens,
+                                                                                    self.output_tokens)
         return {"workload": "deploy", "model": self.model.label, "slo_ttft_s": cfg.slo_ttft_s,
                 "slo_tpot_s": cfg.slo_tpot_s, "slo_attainment_target": D.ATTAINMENT, "qps": self.qps,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "input_tokens": tokens[0], "output_tokens": tokens[1], "trace": self.trace,
                 "systems": {k: outcome_dict(v) for k, v in self.systems.items()}}
 
     def launches(self) -> dict:
         """{system id: emit.Launch} starting each system's best deployment (vLLM, or llama-server on CPUs)."""
-        from ..emit.engines import launch_for
+        from ..emit.engines import disaggregated_serve, launch_for
 
         out = {}
         for sid, o in self.systems.items():
             if o.best is None:
                 continue
             c = o.best.candidate
-            d = inf.deployment(self.model, o.system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype)
+            if isinstance(o.best.deployment, S.Disaggregated):
+                out[sid] = disaggregated_serve(o.best.deployment, units=c.replicas_per_instance, max_seqs=c.max_seqs,
+                                               max_model_len=_model_len(self.input_tokens, self.output_tokens))
+                continue
+            d = inf.deployment(self.model, o.system, chips=c.tp * c.pp, tp=c.tp, weights=c.weights,
+                               kv_dtype=c.kv_dtype, ep=c.ep, pp=c.pp)
             out[sid] = launch_for(d, replicas=max(c.replicas_per_instance, 1), max_seqs=c.max_seqs,
                                   max_model_len=_model_len(self.input_tokens, self.output_tokens))
         return out
@@ -103,12 +118,15 @@ def _formats(text, what, check):
 
 
 @python_errors
-def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None = None, input_tokens="512",
-           output_tokens="128", weights=None, kv_dtype=None, requests: int = 300, seed: int = 0,
-           calibration=None, progress=None) -> DeployResult:
+def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None = None, input_tokens=None,
+           output_tokens=None, weights=None, kv_dtype=None, requests: int = 300, seed: int = 0,
+           calibration=None, progress=None, disaggregate: bool = True, trace=None) -> DeployResult:
     """For each system of `hardware`, search replicas x TP x weight/KV format x max batch, prune with the
     roofline, simulate the candidates worth it, and rank by cost per million output tokens at the SLOs.
-    `calibration`: a serving calibration file `calibrate` wrote, instead of the shipped one.
+    `calibration`: a serving calibration file `calibrate` wrote, instead of the shipped one. `disaggregate`: consider
+    prefill and decode pools apart (xPyD units within an instance) too. `trace`: a CSV (arrival_s, input_tokens,
+    output_tokens) whose request lengths the capacity runs draw from (instead of `input_tokens` / `output_tokens`;
+    the arrivals stay Poisson at each rate tried).
 
     >>> r = flopcast.deploy("llama3-8b", "p5.48xlarge", weights="bf16", kv_dtype="bf16")
     >>> r.systems["p5.48xlarge"].best.candidate.replicas_per_instance > 1
@@ -118,6 +136,7 @@ def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None
         raise FlopcastError(f"`qps` must be a positive request rate, got {qps}")
     if requests < 10:
         raise FlopcastError(f"`requests` must be at least 10, got {requests}")
+    input_tokens, output_tokens = _lengths(trace, input_tokens, output_tokens)
     ws = _formats(weights, "weights", inf.weight_format)
     kvs = _formats(kv_dtype, "kv_dtype", inf.kv_element_bytes)
     m = model if isinstance(model, Model) else catalog.load_model(model)
@@ -131,5 +150,15 @@ def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None
             progress.note(f"deploying {m.label} on {s.id}")
         out[s.id] = D.deploy(m, s, cfg, input_tokens=input_tokens, output_tokens=output_tokens, qps=qps,
                              weights=ws, kv_dtypes=kvs, requests=requests, seed=seed, progress=progress,
-                             inference_calibration=table)
-    return DeployResult(m, cfg, input_tokens, output_tokens, qps, out)
+                             inference_calibration=table, disaggregate=bool(disaggregate))
+    return DeployResult(m, cfg, input_tokens, output_tokens, qps, out, None if trace is None else str(trace))
+
+
+def _lengths(trace, input_tokens, output_tokens) -> tuple:
+    """The request lengths: a trace's (as sequences), else the given ones (default 512 in, 128 out)."""
+    if trace is None:
+        return input_tokens or "512", output_tokens or "128"
+    if input_tokens is not None or output_tokens is not None:
+        raise FlopcastError("`trace` gives the request lengths; leave out `input_tokens` and `output_tokens`")
+    reqs = S.read_trace(trace, [])
+    return tuple(int(x) for x in reqs.input_tokens), tuple(int(x) for x in reqs.output_tokens)

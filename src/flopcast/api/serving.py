@@ -24,15 +24,18 @@ from .args import python_errors
 
 
 def deployment(model, hardware, *, chips=None, tp=None, threads=None, weights=None, kv_dtype=None,
-               calibration=None, speculative=None, spec_tokens=None, acceptance=None) -> inf.Deployment:
+               calibration=None, speculative=None, spec_tokens=None, acceptance=None, ep=None,
+               pp=None) -> inf.Deployment:
     """The deployment of `model` on `hardware` (names, files or catalog objects); `calibration`: a serving
     calibration file `calibrate` wrote, instead of the shipped one; `speculative` (draft, eagle, medusa, mtp)
-    with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py)."""
+    with `spec_tokens` k and `acceptance` alpha (defaults per method, cost/inference/speculation.py); `ep`: 1, or
+    `tp` to split a MoE model's experts over the replica's chips with data-parallel attention."""
     m = model if not isinstance(model, str) else catalog.load_model(model)
     s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
     spec = speculation(speculative, spec_tokens, acceptance)
     return inf.deployment(m, s, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                          inference_calibration=calibrations.serving(calibration), speculation=spec)
+                          inference_calibration=calibrations.serving(calibration), speculation=spec,
+                          ep=check("ep", ep), pp=check("pp", pp))
 
 
 def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
@@ -46,9 +49,9 @@ def assumptions(d: inf.Deployment, calibration=None) -> list[str]:
                    else inf.calibration_basis(d))
     if d.system.price_per_hour is None:
         out.append(f"no price known for {d.system.id}: cost not shown")
-    elif d.tp * d.replicas != d.system.chips_per_node:
-        out.append(f"cost: {d.system.id}'s price pro rata to the {d.tp * d.replicas} of its {d.system.chips_per_node} "
-                   f"chips in use (a smaller instance of the family may rent them whole)")
+    elif d.chips * d.replicas != d.system.chips_per_node:
+        out.append(f"cost: {d.system.id}'s price pro rata to the {d.chips * d.replicas} of its "
+                   f"{d.system.chips_per_node} chips in use (a smaller instance of the family may rent them whole)")
     return out
 
 
@@ -70,7 +73,7 @@ class InferResult(Tabular):
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
           output_tokens: int = 128, calibration=None, speculative=None, spec_tokens=None,
-          acceptance=None) -> InferResult:
+          acceptance=None, ep: int | None = None, pp: int | None = None) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
@@ -81,7 +84,8 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     batch, input_tokens = args.bounded("max_batch", batch, "batch"), check("input_tokens", input_tokens)
     output_tokens = check("output_tokens", output_tokens)
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
+                   ep=ep, pp=pp)
     r = inf.predict(d, batch, input_tokens, output_tokens)
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     if r.interval is not None:
@@ -124,15 +128,23 @@ class ServeResult(Tabular):
     seed: int
     interval: object = None  # cost.uncertainty.Interval of this kind of serving forecast
     bounds: dict = field(default_factory=dict)  # simulate.serving.interval_bounds: each end simulated
+    disaggregated: object = None  # simulate.serving.Disaggregated (prefill and decode pools), or None
 
     def to_dict(self) -> dict:
         d, cfg = self.deployment, self.config
         out = S.with_interval(self.result.to_dict(), self.bounds, self.interval)
-        out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "replicas": cfg.replicas,
+        out.update({"model": d.model.label, "hardware": d.system.id, "tp": d.tp, "pp": d.pp, "ep": d.ep,
+                    "replicas": cfg.replicas,
                     "scheduler": cfg.scheduler.value, "qps": self.qps, "slo_ttft_s": cfg.slo_ttft_s,
                     "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": self.capacity_qps,
+                    "disaggregated": None if self.disaggregated is None else self.disaggregated.to_dict(),
                     "assumptions": list(self.assumptions)})
         return out
+
+    @property
+    def target(self):
+        """What was simulated: the Disaggregated pools, or the deployment (config.replicas of it)."""
+        return self.disaggregated or self.deployment
 
 
 def _requests(qps, n_requests, duration, trace, input_tokens, output_tokens, seed, notes) -> S.Requests:
@@ -155,12 +167,15 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
           requests: int | None = None, duration=None, input_tokens="512", output_tokens="128", trace=None,
           scheduler="continuous", slo_ttft="1s", slo_tpot="50ms", seed: int = 0, replicas: int = 1,
           router="least-loaded", find_capacity: bool = False, calibration=None, speculative=None,
-          spec_tokens=None, acceptance=None, prefix_tokens: int = 0) -> ServeResult:
+          spec_tokens=None, acceptance=None, prefix_tokens: int = 0, disaggregate=None, prefill_tp: int | None = None,
+          decode_tp: int | None = None, ep: int | None = None, pp: int | None = None) -> ServeResult:
     """Discrete-event simulation of serving: TTFT/TPOT/latency percentiles, throughput, SLO attainment, cost.
 
     Poisson arrivals at `qps` (`requests` of them, or for `duration`), a `trace` CSV, or with
     `find_capacity=True` the highest rate at which 90% of requests meet both SLOs. `calibration`: a serving
-    calibration file `calibrate` wrote, instead of the shipped one.
+    calibration file `calibrate` wrote, instead of the shipped one. `disaggregate="PxD"`: P prefill and D decode
+    replicas apart (each of `prefill_tp` / `decode_tp` chips, default `tp`), the KV cache sent between them
+    (simulate/serving/disagg.py).
 
     >>> s = flopcast.serve("llama3-8b", "p5.48xlarge", chips=1, qps=5, requests=50, slo_ttft="2s")
     >>> s.result.completed, s.config.slo_ttft_s
@@ -168,13 +183,25 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     """
     chips, tp, threads, qps = check("chips", chips), check("tp", tp), check("threads", threads), check("qps", qps)
     requests, seed, replicas = check("requests", requests), check("seed", seed), check("replicas", replicas)
-    d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
-                   calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance)
+    kw = dict(threads=threads, weights=weights, kv_dtype=kv_dtype, calibration=calibration, speculative=speculative,
+              spec_tokens=spec_tokens, acceptance=acceptance, ep=ep, pp=pp)
+    pd = None
+    if disaggregate is not None:
+        pd = _pools(model, hardware, disaggregate, chips, tp, check("tp", prefill_tp, label="`prefill_tp`"),
+                    check("tp", decode_tp, label="`decode_tp`"), replicas, kw)
+        d = pd.prefill
+    else:
+        if prefill_tp is not None or decode_tp is not None:
+            raise FlopcastError("`prefill_tp` and `decode_tp` size the pools of a disaggregated deployment; give "
+                                "`disaggregate` (e.g. \"1x1\") too")
+        d = deployment(model, hardware, chips=chips, tp=tp, **kw)
+    target = pd or d
     cfg = config(scheduler=scheduler, replicas=replicas, router=router, slo_ttft=slo_ttft, slo_tpot=slo_tpot,
                  prefix_tokens=prefix_tokens)
     if requests is not None and duration is not None:
         raise FlopcastError("give either `requests` or `duration`, not both")
-    notes = assumptions(d, calibration)
+    notes = [a for a in assumptions(d, calibration) if pd is None or not a.startswith("cost:")]
+    notes += [] if pd is None else _pool_notes(pd, input_tokens)
     capacity = None
     if find_capacity:
         if qps is not None:
@@ -183,21 +210,49 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
             raise FlopcastError("`find_capacity` draws Poisson arrivals; leave out `trace`")
         if requests is not None and requests < 10:
             raise FlopcastError(f"`requests` must be at least 10 with `find_capacity`, got {requests}")
-        capacity, res = S.find_capacity(d, cfg, requests=requests or 400, input_tokens=input_tokens,
+        capacity, res = S.find_capacity(target, cfg, requests=requests or 400, input_tokens=input_tokens,
                                         output_tokens=output_tokens, seed=seed)
         if res is None:
             raise FlopcastError("no request rate meets the SLOs (even the lowest tried); relax `slo_ttft`/`slo_tpot`")
         qps = capacity
     else:
         reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)
-        res = S.simulate(d, reqs, cfg, seed=seed)
+        res = S.simulate_any(target, reqs, cfg, seed=seed)
     interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
     # each end of the interval is its own run of the same requests (queues are not linear in speed)
-    b = {} if capacity is not None else S.interval_bounds(d, reqs, cfg, interval, seed)
+    b = {} if capacity is not None else S.interval_bounds(target, reqs, cfg, interval, seed)
     if interval is not None:
         notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
                      "leave-one-source-out errors (uncertainty.yaml)"
                      + ("; not simulated at the capacity found" if capacity is not None else
                         ", each end simulated with the same requests"))
     return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed,
-                       interval, b)
+                       interval, b, pd)
+
+
+def _pools(model, hardware, split, chips, tp, prefill_tp, decode_tp, replicas, kw) -> S.Disaggregated:
+    """The prefill and decode pools of `split` ("PxD"); each replica's TP defaults to `tp`, else to the largest
+    power of two whose P + D replicas fit in one instance."""
+    p, n = S.parse_split(split)
+    if chips is not None:
+        raise FlopcastError("`chips` sizes a colocated deployment; with `disaggregate` the chips are P x prefill_tp + "
+                            "D x decode_tp")
+    if replicas != 1:
+        raise FlopcastError("`replicas` counts colocated replicas; with `disaggregate` give the pools' sizes as PxD")
+    s = hardware if not isinstance(hardware, str) else catalog.system_for(hardware)
+    base = tp or max(1, 2 ** int(np.log2(max(1, s.chips_per_node // (p + n)))))
+    pre = deployment(model, s, chips=prefill_tp or base, tp=prefill_tp or base, **kw)
+    dec = deployment(model, s, chips=decode_tp or base, tp=decode_tp or base, **kw)
+    return S.disaggregated(pre, dec, p, n)
+
+
+def _pool_notes(pd: S.Disaggregated, input_tokens) -> list[str]:
+    link = pd.link
+    n = float(np.median(S.lengths(input_tokens, 256, np.random.default_rng(0), "`input_tokens`")))
+    return [f"disaggregated {pd.label} ({pd.chips} chips, {pd.placement.value}): each request's KV cache "
+            f"({n:,.0f}-token prompt: "
+            f"{n * inf.kv_bytes_per_token(pd.prefill.model, pd.prefill.kv_bytes) / 1e6:,.1f} MB) crosses "
+            f"{link.tier} on {link.lanes} lane(s) in {S.disagg.transfer_mean_s(pd, n) * 1e3:.2f} ms after its "
+            "prefill (DistServe, Zhong et al. 2024; Splitwise, Patel et al. 2024); decode replicas only decode"] + (
+        [f"cost: {pd.prefill.system.id}'s price pro rata to the {pd.chips} of its {pd.prefill.system.chips_per_node} "
+         "chips of both pools"] if pd.chips != pd.prefill.system.chips_per_node else [])

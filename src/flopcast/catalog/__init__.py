@@ -8,7 +8,8 @@ built-in entry, so "Trainium2 with twice the HBM bandwidth" is two lines:
     memory_bandwidth: 5.8 TB/s
 
 The package is a face: names.py resolves names, files.py reads user files and `base:` chains,
-schema.py (with fields.py) declares and checks every field, build.py makes the frozen values.
+entries.py (with fields.py) declares every field and reads the built-in entries, schema.py checks a user's
+file through pydantic with one-line messages, build.py makes the frozen values.
 """
 
 from __future__ import annotations

@@ -10,14 +10,28 @@ from ..errors import FlopcastError
 from ..model import hf
 from ..model.system import Chip, System, Tier, Topology
 from ..model.workload import Mla, Mlp, Model, Moe
-from . import schema
+from . import entries
 from .files import entry, file_kind, is_file
 from .names import raw, resolve_name, unknown
 
 
+def _validated(kind: str, d: dict, label: str, what: str, builtin: bool):
+    """The entry through the schema. A built-in one is read without pydantic (tests/test_startup.py holds
+    every built-in entry to the pydantic schema and to this reader's agreement with it); a user's data, or
+    a built-in entry that does not parse, goes through pydantic for its one-line message."""
+    if builtin:
+        try:
+            return entries.read(kind, d)
+        except ValueError:
+            pass
+    from . import schema
+
+    return schema.validate(kind, d, label, what)
+
+
 def _checked(kind: str, name: str, key: str, d: dict):
     label, what = (str(name), "file") if is_file(name) else (key, "entry")
-    return schema.validate(kind, d, label, what), label
+    return _validated(kind, d, label, what, builtin=not is_file(name)), label
 
 
 def _source_map(e) -> dict:
@@ -116,22 +130,23 @@ def load_model(name: str) -> Model:
         return _imported(hf.load(config), str(name))
     mid, d = entry("model", name)
     return model_from_dict(mid, d, label=str(name) if is_file(name) else mid,
-                           what="file" if is_file(name) else "entry")
+                           what="file" if is_file(name) else "entry", builtin=not is_file(name))
 
 
 def _imported(m: Model, label: str) -> Model:
     """A model read from a Hugging Face config, held to the schema's bounds like a model file (the importer
-    maps the config's keys; the bounds live in one place, schema.py)."""
+    maps the config's keys; the bounds live in one place, entries.py)."""
     moe = None
     if m.moe:
-        fields = schema.MoeEntry.model_fields
+        fields = entries.hints(entries.MoeEntry)
         moe = {k: v for k, v in dataclasses.asdict(m.moe).items() if k in fields and v is not None}
     fields = {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
               "head_dim": m.head_dim or None, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab, "seq_len": m.seq_len,
               "sliding_window": m.sliding_window or None, "mtp_layers": getattr(m, "mtp_layers", 0) or None,
               "moe": moe, "mla": dataclasses.asdict(m.mla) if m.mla else None}
-    schema.validate("model", {k: v for k, v in fields.items() if k in schema.ModelEntry.model_fields},
-                    f"{label} (as imported)", "file")
+    declared = entries.hints(entries.ModelEntry)
+    _validated("model", {k: v for k, v in fields.items() if k in declared}, f"{label} (as imported)", "file",
+               builtin=False)
     return m
 
 
@@ -153,14 +168,15 @@ def _moe(m) -> Moe | None:
                imbalance=1.0 if m.imbalance is None else m.imbalance)
 
 
-def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "entry") -> Model:
-    """A Model from its catalog fields, checked against the schema and for consistent dimensions."""
+def model_from_dict(mid: str, d: dict, label: str | None = None, what: str = "entry", builtin: bool = False) -> Model:
+    """A Model from its catalog fields, checked against the schema and for consistent dimensions; `builtin`
+    for a built-in entry (read without pydantic)."""
     label = label or mid
     if not d.get("moe"):
         d = {k: v for k, v in d.items() if k != "moe"}  # `moe: {}` or null: a dense model
-    e = schema.validate("model", d, label, what)
+    e = _validated("model", d, label, what, builtin)
     moe = _moe(e.moe)
-    mla = Mla(**e.mla.model_dump()) if e.mla else None
+    mla = Mla(**dataclasses.asdict(e.mla)) if e.mla else None
     if e.ffn_hidden is not None:
         ffn = e.ffn_hidden
     elif moe and moe.dense_layers == 0:

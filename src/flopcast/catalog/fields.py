@@ -1,9 +1,11 @@
 """Field types of the catalog schema: each parses one kind of value at the edge and checks its range.
 
-A field type is a pydantic `Annotated` type whose validator takes the raw YAML/TOML value and returns
-it in SI (quantities), as an int (counts) or a bool; a bad value raises ValueError with the tail of
-the one-line message ("is out of range; valid: a positive integer (at most 10,000)"), which
-schema.py prefixes with the file, the field and the value. The bounds are physical: a chip of
+A field type is an `Annotated` type whose `Check` takes the raw YAML/TOML value and returns it in SI
+(quantities), as an int (counts) or a bool; a bad value raises ValueError with the tail of the one-line
+message ("is out of range; valid: a positive integer (at most 10,000)"), which schema.py prefixes with the
+file, the field and the value. Nothing here imports pydantic: a `Check` is the plain validator pydantic
+runs for user files (schema.py) and the one the built-in entries are read with (entries.py, without
+pydantic, so a command starts fast). The bounds are physical: a chip of
 1 EFLOP/s or 10 PB/s, a model of 10,000 layers or 2^20 hidden are past anything built or planned,
 so a value beyond them is a typo or a unit slip, not a what-if.
 """
@@ -11,10 +13,10 @@ so a value beyond them is a typo or a unit slip, not a what-if.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any
-
-from pydantic import Field, PlainValidator
 
 from ..units import UnitError, parse
 
@@ -23,6 +25,35 @@ EXAMPLE = {"flop_rate": "667 TFLOP/s", "bytes": "96 GiB", "bandwidth": "2.9 TB/s
 WORD = {"flop_rate": "compute rate", "bytes": "size in bytes", "bandwidth": "bandwidth", "time": "time",
         "power": "power", "frequency": "frequency", "price": "price"}
 TRUE_WORDS, FALSE_WORDS = ("true", "yes"), ("false", "no")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A field's validator: `func` takes the raw value and returns it parsed, or raises ValueError with the
+    message tail; `description` says what is valid. To pydantic it is a plain validator (the value goes to
+    `func` as it is, no coercion first); pydantic_core is imported only when pydantic builds a schema."""
+
+    func: Callable[[Any], Any]
+    description: str = ""
+
+    def __get_pydantic_core_schema__(self, source, handler):
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(self.func)
+
+
+@dataclass(frozen=True)
+class Doc:
+    """The description of a composite field (a list, a pair); `max_length` bounds a list's length."""
+
+    description: str
+    max_length: int | None = None
+
+    def __get_pydantic_core_schema__(self, source, handler):
+        schema = handler(source)
+        if self.max_length is not None:
+            schema["max_length"] = self.max_length
+        return schema
 
 
 def _unit_hint(value, dimension: str) -> str:
@@ -78,8 +109,8 @@ def quantity(dimension: str, low: float, high: float, *, zero_ok: bool = False, 
     """A number with its unit ('2.9 TB/s'), in SI; above zero (zero too with zero_ok), within [low, high]."""
     word = WORD[dimension]
     floor = "zero or more" if zero_ok else "above zero"
-    return Annotated[float, PlainValidator(_quantity_validator(dimension, low, high, zero_ok)),
-                     Field(description=doc or f"a {word} {floor} such as {EXAMPLE[dimension]}")]
+    check = _quantity_validator(dimension, low, high, zero_ok)
+    return Annotated[float, Check(check, doc or f"a {word} {floor} such as {EXAMPLE[dimension]}")]
 
 
 def _integer(value, valid: str) -> int:
@@ -109,7 +140,7 @@ def count(low: int = 1, high: int = 10**6, *, doc: str = ""):
             raise ValueError(f"is out of range; valid: {valid}")
         return out
 
-    return Annotated[int, PlainValidator(check), Field(description=doc or valid)]
+    return Annotated[int, Check(check, doc or valid)]
 
 
 def amount(high: float, *, doc: str = ""):
@@ -127,7 +158,7 @@ def amount(high: float, *, doc: str = ""):
             raise ValueError(f"is out of range; valid: {valid}")
         return out
 
-    return Annotated[float, PlainValidator(check), Field(description=doc or valid)]
+    return Annotated[float, Check(check, doc or valid)]
 
 
 def _flag(value):
@@ -138,7 +169,7 @@ def _flag(value):
     raise ValueError("is not a boolean; valid: true, false, yes or no")
 
 
-Flag = Annotated[bool, PlainValidator(_flag), Field(description="true / false (or yes / no)")]
+Flag = Annotated[bool, Check(_flag, "true / false (or yes / no)")]
 
 
 def _text(value):
@@ -147,7 +178,7 @@ def _text(value):
     return str(value)
 
 
-Text = Annotated[str, PlainValidator(_text), Field(description="text")]
+Text = Annotated[str, Check(_text, "text")]
 
 
 def _names(value):
@@ -159,7 +190,7 @@ def _names(value):
     return tuple(str(v) for v in value)
 
 
-Names = Annotated[tuple, PlainValidator(_names), Field(description="a list of names, e.g. [neon, sve2]")]
+Names = Annotated[tuple, Check(_names, "a list of names, e.g. [neon, sve2]")]
 
 
 def _remarks(value):
@@ -169,7 +200,7 @@ def _remarks(value):
     return {str(k): v for k, v in value.items()}
 
 
-Remarks = Annotated[dict, PlainValidator(_remarks), Field(description="a mapping of field -> remark")]
+Remarks = Annotated[dict, Check(_remarks, "a mapping of field -> remark")]
 
 
 def _source_ids(value):
@@ -181,7 +212,7 @@ def _source_ids(value):
     return {str(k): v for k, v in value.items()}
 
 
-SourceIds = Annotated[dict, PlainValidator(_source_ids), Field(description="a mapping of field -> source id")]
+SourceIds = Annotated[dict, Check(_source_ids, "a mapping of field -> source id")]
 
 
 def choice(enum: type[Enum], *, doc: str = ""):
@@ -193,4 +224,4 @@ def choice(enum: type[Enum], *, doc: str = ""):
             return enum(value.strip().lower())
         raise ValueError(f"is not one of the choices; valid: {', '.join(values)}")
 
-    return Annotated[Any, PlainValidator(check), Field(description=doc or " | ".join(values))]
+    return Annotated[Any, Check(check, doc or " | ".join(values))]

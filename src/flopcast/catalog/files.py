@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import FlopcastError
-from . import schema
+from . import entries
 from .names import catalog_kinds, raw, resolve_name, unknown
 
 SUFFIXES = (".yaml", ".yml", ".toml")
@@ -148,7 +148,7 @@ def file_kind(name: str, _chain: tuple = ()) -> str | None:
             kinds = catalog_kinds(base)
             if len(kinds) == 1:
                 return kinds[0]
-    kinds = [k for k, fields in schema.kind_fields().items() if fields & set(data)]
+    kinds = [k for k, fields in entries.kind_fields().items() if fields & set(data)]
     return kinds[0] if len(kinds) == 1 else None
 
 
@@ -168,6 +168,8 @@ def entry(kind: str, name: str, _chain: tuple = ()) -> tuple[str, dict]:
     actual = file_kind(name)
     if actual and actual != kind and not (kind == "system" and actual == "chip"):
         raise FlopcastError(f"{name} is a {actual} file, not a {kind} file")
+    from . import schema  # a user's file: pydantic's messages
+
     schema.check_keys(kind, data, str(name))  # each file's own keys; the merged entry's nested ones later
     base = data.pop("base", None)
     if base is None:

@@ -58,7 +58,7 @@ def generated(chips: dict) -> dict:
     """name -> system entry for every size of every family in instances.yaml (`chips`: the raw chip entries)."""
     if not _PATH.exists():
         return {}
-    data = yaml.safe_load(_PATH.read_text()) or {}
+    data = yaml.load(_PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # C parser
     sizes, infos = data.get("sizes") or {}, data.get("chips") or {}
     out = {}
     for family, spec in (data.get("families") or {}).items():

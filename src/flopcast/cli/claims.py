@@ -5,19 +5,17 @@ Parse, call flopcast.claims, render. No formulas here.
 
 from __future__ import annotations
 
-import itertools
-import textwrap
-
 import click
 
 from .. import api
 from ..progress import Progress
-from ..report.text import table
+from ..report.text_table import Column, fold, render, sideways, width
 from .options import calibration_option, report_options
 from .render import emit_report, to_json
 
-# column widths of the summary table (characters); long cells wrap
-WIDTHS = {"#": 3, "claim": 28, "announced": 10, "flopcast estimate": 14, "verdict": 11, "why": 54}
+# the summary table: the claim and the estimates wrap within their widths (characters), why takes the rest
+SUMMARY = [Column("#", text=True), Column("claim", text=True, wrap=24), Column("announced", decimal=False, wrap=10),
+           Column("estimate", decimal=False, wrap=14), Column("verdict", text=True), Column("why", text=True)]
 
 
 def _num(v) -> str:
@@ -39,23 +37,6 @@ def _with_unit(v, unit: str) -> str:
     return "n/a" if v is None else f"{_num(v)} {short}"
 
 
-def wrapped_table(rows: list[list[str]], header: list[str], widths: list[int]) -> str:
-    """A text table whose long cells wrap onto further lines within their column width."""
-    out = []
-
-    def emit(cells):
-        parts = [textwrap.wrap(str(c), w) or [""] for c, w in zip(cells, widths)]
-        for line in itertools.zip_longest(*parts, fillvalue=""):
-            out.append("  ".join(s.ljust(w) for s, w in zip(line, widths)).rstrip())
-
-    emit(header)
-    out.append("  ".join("-" * w for w in widths))
-    for r in rows:
-        emit(r)
-        out.append("")
-    return "\n".join(out).rstrip()
-
-
 def _details(d: dict, indent: str = "    ") -> list[str]:
     """Details dict as text: scalars as `key: value`, lists of points as small tables."""
     lines = []
@@ -68,8 +49,7 @@ def _details(d: dict, indent: str = "    ") -> list[str]:
                     return " ".join(f"{a}:{b}" for a, b in x.items() if b != "none") or "-"
                 return _num(x)
             lines.append(f"{indent}{k}:")
-            body = table([[cell(x.get(kk)) for kk in keys] for x in v], keys)
-            lines += [indent + "  " + ln for ln in body.splitlines()]
+            lines += _points(v, keys, cell, indent + "  ")
         elif isinstance(v, dict) and v and any(isinstance(x, dict) for x in v.values()):
             lines.append(f"{indent}{k}:")
             for kk, vv in v.items():
@@ -87,6 +67,27 @@ def _details(d: dict, indent: str = "    ") -> list[str]:
     return lines
 
 
+def _points(points: list[dict], keys: list[str], cell, indent: str) -> list[str]:
+    """A list of points as a table: the numbers in columns, the text fields (a layout, the fabric tiers) on a
+    line of their own under each point, so the table fits the width."""
+    words = [kk for kk in keys if any(isinstance(x.get(kk), (str, dict)) for x in points)]
+    numbers = [kk for kk in keys if kk not in words]
+    columns = [Column(kk, decimal=False) for kk in numbers]
+    rows = [[cell(x.get(kk)) for kk in numbers] for x in points]
+    text = [" | ".join(cell(x.get(kk)) for kk in words) for x in points]
+    if words:
+        columns.append(Column(" | ".join(words), text=True, below=True))
+        rows = [row + [t] for row, t in zip(rows, text)]
+    lines = render(columns, rows, indent=indent)
+    if max(len(line) for line in lines) <= width() or not numbers:
+        return lines
+    # too many columns for the width: one column per point, named by its first number, the text under it
+    names = [row[0] for row in rows]
+    lines = sideways(numbers[0], names, [(kk, [row[j] for row in rows]) for j, kk in enumerate(numbers) if j],
+                     indent=indent)
+    return lines + [f for n, t in zip(names, text) if words for f in fold(f"{indent}{numbers[0]} {n}: {t}")]
+
+
 def _band_line(r) -> str:
     iv = r.interval
     held = "" if r.reading is None else f"; no figure announced, held to flopcast's reading {_num(r.reading)}"
@@ -96,24 +97,23 @@ def _band_line(r) -> str:
 
 def report(result) -> str:
     """The text of a claims.ClaimsResult: the summary table, the verdict rules, then each claim's details."""
-    head = list(WIDTHS)
     rows = [[r.id, r.claim, _with_unit(r.claimed, r.unit), _with_unit(r.estimate, r.unit), r.verdict, r.why]
             for r in result.rows]
     out = ["flopcast claims: AWS's Trainium2 / Graviton4 announcement (re:Invent 2023) against flopcast's models"
            + (" (--quick: fewer sizes and models)" if result.quick else ""), ""]
-    out.append(wrapped_table(rows, head, list(WIDTHS.values())))
+    out += render(SUMMARY, rows)
     out += ["", "verdict rules:"] + [f"  - {rule}" for rule in result.rules]
     out += ["", "details", "======="]
     for r in result.rows:
         out += ["", f"[{r.id}] {r.claim}",
-                f"  announced {_num(r.claimed)}, flopcast {_num(r.estimate)}  ({r.unit})  -> {r.verdict}: {r.why}",
+                f"  announced {_num(r.claimed)}, flopcast {_num(r.estimate)} ({r.unit}) -> {r.verdict}: {r.why}",
                 _band_line(r), "  assumptions:"] + [f"    - {a}" for a in r.assumptions]
         out += ["  sources:"] + [f"    - {s}" for s in r.sources]
         out += ["  details:"] + _details({k: v for k, v in r.details.items() if k != "cases"})
         if "cases" in r.details:
             out += ["    cases: see --json (details.cases) or the series 'graviton_speedups'"]
     out += ["", f"computed in {result.elapsed_s:.1f} s"]
-    return "\n".join(out)
+    return "\n".join(f for line in out for f in fold(line))
 
 
 @click.command("claims")

@@ -10,20 +10,28 @@ from ..limits import click_type
 from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
-from .options import calibration_option
-from .render import echo_json
+from ..report.text_table import Column, render
+from .options import calibration_option, report_options
+from .render import echo, echo_json, emit_report
 
 
-def _money(v) -> str:
-    return "n/a" if v is None else f"{v:.3f} USD"
+def _reports():
+    from ..report import figures  # matplotlib only when a report is asked for
+
+    return figures
 
 
-def _point_line(p) -> str:
+_POINTS = [Column("", text=True), Column("req/s", ",.1f"), Column("inst", ",d"), Column("tok/s/chip", ",.0f"),
+           Column("TTFT ms", ",.0f"), Column("TPOT ms", ",.1f"), Column("USD/M tok", ",.3f"),
+           Column("chip-h/M tok", ",.3f"), Column("deployment", text=True, below=True)]
+
+
+def _point_row(role: str, p) -> list:
+    """One deployment: its rate, instances, output tokens/s per chip, p50 latencies, cost per million output
+    tokens (in dollars and chip-hours)."""
     r = p.result
-    return (f"{p.candidate.label}: {p.qps:,.1f} req/s on {p.instances} instance(s), "
-            f"{p.output_tokens_per_s_per_chip:,.0f} output tok/s per chip, TTFT p50 {r.ttft_s['p50'] * 1e3:,.0f} ms, "
-            f"TPOT p50 {r.tpot_s['p50'] * 1e3:,.1f} ms, {_money(p.cost_per_million_output_tokens_usd)} "
-            f"per M output tokens ({p.chip_hours_per_million_output_tokens:.3f} chip-h)")
+    return [role, p.qps, p.instances, p.output_tokens_per_s_per_chip, r.ttft_s["p50"] * 1e3, r.tpot_s["p50"] * 1e3,
+            p.cost_per_million_output_tokens_usd, p.chip_hours_per_million_output_tokens, p.candidate.label]
 
 
 def _system_lines(o) -> list[str]:
@@ -31,16 +39,17 @@ def _system_lines(o) -> list[str]:
              + (f"; pruned: {', '.join(f'{v} {k}' for k, v in o.pruned.items())}" if o.pruned else "")]
     if o.best is None:
         return lines + [f"  no deployment: {o.reason}"]
-    lines.append(f"  best      {_point_line(o.best)}")
+    rows = [_point_row("best", o.best)] + ([_point_row("baseline", o.baseline)] if o.baseline is not None else [])
+    rows += [_point_row("Pareto" if k == 0 else "", p) for k, p in enumerate(o.pareto)]
+    lines += render(_POINTS, rows, indent="  ")
+    lines.append("  (latencies p50; tok/s/chip and USD/M tok count output tokens; Pareto: the front of output tok/s "
+                 "per chip vs TPOT)")
     if o.verified is not None:
         v = o.verified
-        lines.append(f"  checked   one instance simulated whole ({o.best.candidate.replicas_per_instance} replicas, "
+        unit = "units" if o.best.to_dict()["disaggregated"] else "replicas"
+        lines.append(f"  checked: one instance simulated whole ({o.best.candidate.replicas_per_instance} {unit}, "
                      f"least-loaded routing) at {o.best.qps:,.1f} req/s: {v.slo_attainment:.0%} of requests within "
                      f"the SLOs over {v.requests:,} requests")
-    if o.baseline is not None:
-        lines.append(f"  baseline  {_point_line(o.baseline)}")
-    lines.append("  Pareto front (output tok/s per chip vs TPOT p50):")
-    lines += [f"    {_point_line(p)}" for p in o.pareto]
     return lines
 
 
@@ -66,12 +75,16 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--qps", type=click_type("qps"), default=None,
               help="Serve this request rate (whole instances); default: each at its capacity.")
 @click.option("--find-capacity", is_flag=True, help="Rank at capacity (the default when --qps is not given).")
-@click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
-@click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA.")
+@click.option("--input-tokens", default=None, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA (default 512).")
+@click.option("--output-tokens", default=None, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA (default 128).")
+@click.option("--trace", default=None,
+              help="CSV with arrival_s,input_tokens,output_tokens: request lengths drawn from it (arrivals Poisson).")
 @click.option("--weights", default=None,
               help="Weight formats to search, comma-separated (default bf16,fp8; q4_0,q8_0 on CPUs).")
 @click.option("--kv-dtype", default=None,
               help="KV-cache formats to search, comma-separated (default bf16,fp8; fp16 on CPUs).")
+@click.option("--disaggregate/--no-disaggregate", default=True, show_default=True,
+              help="Consider prefill and decode replicas apart (xPyD units within an instance) too.")
 @click.option("--requests", type=click_type("requests"), default=300, show_default=True,
               help="Requests per simulation (at least).")
 @click.option("--seed", type=click_type("seed"), default=0, show_default=True, help="Random seed of the arrivals.")
@@ -81,18 +94,23 @@ def _write_csv(path: str, rows: list[dict]) -> None:
               help="Print the launch command of each system's best deployment (vLLM; llama-server on CPUs).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
               help="Write every simulated deployment to this CSV.")
-def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, weights, kv_dtype,
-           requests, seed, calibration, as_json, emit, csv_path):
-    """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, pruned by the
+@report_options
+def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, trace, weights,
+           kv_dtype, disaggregate, requests, seed, calibration, as_json, emit, csv_path, html, png):
+    """Search how to deploy MODEL on each system: replicas x TP x weight/KV format x max batch, and prefill/decode
+    pools apart (xPyD), pruned by the
     roofline, simulated, ranked by cost per million output tokens at the SLOs."""
     if find_capacity and qps is not None:
         raise FlopcastError("--find-capacity ranks each system at its capacity; leave out --qps")
+    if trace and (input_tokens is not None or output_tokens is not None):
+        raise FlopcastError("--trace gives the request lengths; leave out --input-tokens and --output-tokens")
     with Progress("deploying", unit="simulations", enabled=not as_json) as bar:
         res = api.deploy(model, hardware, slo_ttft=slo_ttft, slo_tpot=slo_tpot, qps=qps, input_tokens=input_tokens,
                          output_tokens=output_tokens, weights=weights, kv_dtype=kv_dtype, requests=requests,
-                         seed=seed, calibration=calibration, progress=bar)
+                         seed=seed, calibration=calibration, progress=bar, disaggregate=disaggregate, trace=trace)
     if csv_path:
         _write_csv(csv_path, res.rows())
+    emit_report(html, png, lambda: _reports().deploy_report(res))
     if as_json:
         out = res.to_dict()
         if emit:
@@ -100,11 +118,11 @@ def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens
         echo_json(out)
         return
     cfg = res.config
-    click.echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
-               f"(90% of requests), {input_tokens} in / {output_tokens} out tokens"
+    echo(f"{res.model.label}: SLO TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms, TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
+         f"(90% of requests), {res.workload_label}"
                + (f", {qps:g} req/s" if qps else ", each at its capacity"))
     for o in res.systems.values():
-        click.echo("\n".join(_system_lines(o)))
+        echo("\n".join(_system_lines(o)))
     if emit:
         for launch in res.launches().values():
             click.echo("\n" + launch.render().rstrip())

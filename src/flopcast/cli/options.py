@@ -15,6 +15,9 @@ def layout_options(f):
         click.option("--dp", type=click_type("dp"), help="Data-parallel degree (derived from chips when omitted)."),
         click.option("--cp", type=click_type("cp"), help="Context-parallel degree (ring attention)."),
         click.option("--ep", type=click_type("ep"), help="Expert-parallel degree (MoE models)."),
+        click.option("--etp", type=click_type("etp"),
+                     help="Expert tensor-parallel degree (MoE models; Megatron-Core --expert-tensor-parallel-size): "
+                          "1 folds ep over the tp ranks [default: searched among tp and 1]."),
         click.option("--vp", type=click_type("vp"), help="Virtual pipeline stages per rank (interleaved schedule)."),
         click.option("--micro-batch", type=click_type("micro_batch"), help="Sequences per micro-batch."),
         click.option("--global-batch", type=click_type("global_batch"), help="Sequences per optimizer step."),
@@ -37,7 +40,7 @@ def layout_options(f):
     return f
 
 
-LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding",
+LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
                "sequence_parallel", "dtype", "schedule")
 
 

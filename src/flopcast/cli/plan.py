@@ -9,8 +9,8 @@ from .. import api
 from ..progress import Progress
 from ..units import DAY, fmt_count
 from .options import calibration_option, csv_option, economics_options, layout_from, layout_options, report_options
-from .render import echo_json, emit_report, write_csv
-from ..report.text_table import Column, render
+from .render import echo, echo_json, emit_report, write_csv
+from ..report.text_table import Column, render, sideways
 
 
 def _reports():
@@ -20,7 +20,15 @@ def _reports():
 
 
 def _fmt_rejected(rejected: dict) -> list[str]:
-    return [f"  {v:>12,}  {k}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
+    rows = [[v, k] for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
+    return render([Column("candidates", ",d"), Column("rule", text=True)], rows, indent="  ", header=False)
+
+
+def _num(x) -> str:
+    """A rate or a time as a person writes it: 255, 47.7, 0.48 (three figures or whole numbers)."""
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
 
 
 def _na(value, reason, fmt):
@@ -62,18 +70,18 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     if as_json:
         echo_json(out.to_dict())
         return
-    click.echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
-    click.echo(f"{out.candidates:,} candidates evaluated in {out.wall_s:.2f} s ({out.candidates_per_s:,.0f}/s); "
+    echo(f"{m.label} on {chips:,} {system.chip.id} chips ({system.id}), objective {objective}")
+    echo(f"{out.candidates:,} candidates evaluated in {out.wall_s:.2f} s ({out.candidates_per_s:,.0f}/s); "
                f"{out.valid:,} valid, {out.fit:,} fit in memory")
     if rows:
         for line in _search_table(rows, n_tokens):
-            click.echo(line)
+            echo(line)
     else:
-        click.echo("no layout fits")
+        echo("no layout fits")
     if out.rejected:
-        click.echo("rejected (by the first rule each candidate broke):")
+        echo("rejected (by the first rule each candidate broke):")
         for line in _fmt_rejected(out.rejected):
-            click.echo(line)
+            echo(line)
 
 
 def _days(s: float) -> str:
@@ -93,14 +101,20 @@ def _search_table(rows, n_tokens) -> list[str]:
     return render(cols, body)
 
 
-def _point_line(p) -> str:
-    if p.result is None:
-        return f"{p.nodes:>7,} {p.chips:>9,}  {p.reason}"
+_POINT_COLUMNS = [Column("", text=True), Column("nodes", ",d"), Column("chips", ",d"), Column("days", ",.1f"),
+                  Column("w/faults days", ",.1f"), Column("cost USD", ",.0f"), Column("MFU %", ".1f"),
+                  Column("batch", ",d"), Column("", text=True), Column("idle chips", ",d"),
+                  Column("layout", text=True)]
+
+
+def _point_row(p, chosen) -> list:
+    """One cluster size: `->` marks the chosen one, `*` a batch at its cap; a size that fails says why."""
+    mark = "->" if chosen is not None and p is chosen else ""
     r = p.result
-    cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "n/a"
-    batch = f"{r.layout.global_batch:,}{'*' if p.batch_limited else ''}"
-    return (f"{p.nodes:>7,} {p.chips:>9,} {r.time_to_train_s / DAY:>9,.1f} {p.expected_s / DAY:>11,.1f} "
-            f"{cost:>14} {100 * r.mfu:>6.1f} {batch:>7} {r.idle_chips:>7,}  {r.layout.describe(short=True)}")
+    if r is None:
+        return [mark, p.nodes, p.chips, None, None, None, None, None, "", None, p.reason]
+    return [mark, p.nodes, p.chips, r.time_to_train_s / DAY, p.expected_s / DAY, r.cost_usd, 100 * r.mfu,
+            r.layout.global_batch, "*" if p.batch_limited else "", r.idle_chips, r.layout.describe(short=True)]
 
 
 def _answer_lines(out) -> list[str]:
@@ -157,20 +171,17 @@ def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, pr
     if as_json:
         echo_json(res.to_dict())
         return
-    click.echo(f"{m.label}, {fmt_count(n_tokens)} tokens, on {system.id} "
+    echo(f"{m.label}, {fmt_count(n_tokens)} tokens, on {system.id} "
                f"({system.chips_per_node} chips per node): {what}")
     if out.chosen is not None:
         for line in _answer_lines(out):
-            click.echo(line)
+            echo(line)
     elif out.kind == "pareto" and out.points and all(p.cost_usd is None for p in out.points):
-        click.echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
-    click.echo(f"{out.searches} cluster sizes searched in {wall:.1f} s; * = at the batch cap")
-    click.echo(f"{'nodes':>7} {'chips':>9} {'days':>9} {'w/ faults':>11} {'cost USD':>14} {'MFU %':>6} "
-               f"{'batch':>7} {'idle':>7}  layout")
+        echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
+    echo(f"{out.searches} cluster sizes searched in {wall:.1f} s; -> = the answer, * = at the batch cap")
     shown = out.frontier if out.kind == "pareto" else out.points
-    for p in shown:
-        mark = "  <-" if out.chosen is not None and p is out.chosen else ""
-        click.echo(_point_line(p) + mark)
+    for line in render(_POINT_COLUMNS, [_point_row(p, out.chosen) for p in shown]):
+        echo(line)
 
 
 @click.command("compare")
@@ -237,33 +248,28 @@ def compare(model, hardware, chips, tokens, as_json, seq_len, serve, qps, input_
 
 def _print_training(res) -> None:
     m, n_tokens, chips, out = res.model, res.tokens, res.chips, res.systems
-    click.echo(f"{m.label}, {n_tokens:.3g} tokens, {chips:,} chips each")
-    names = list(out)
-    w = max(18, *(len(n) for n in names))
-    rows = [("time to train", lambda r: f"{r.time_to_train_s / DAY:.1f} days"),
-            ("with faults", lambda r: f"{r.expected.expected_s / DAY:.1f} days ({100 * r.expected.goodput:.0f}%)"),
-            ("MFU", lambda r: f"{100 * r.mfu:.1f} %"),
+    echo(f"{m.label}, {fmt_count(n_tokens)} tokens, {chips:,} chips each")
+    rows = [("time to train days", lambda r: f"{r.time_to_train_s / DAY:,.1f}"),
+            ("with faults days", lambda r: f"{r.expected.expected_s / DAY:,.1f}"),
+            ("goodput %", lambda r: f"{100 * r.expected.goodput:.0f}"),
+            ("MFU %", lambda r: f"{100 * r.mfu:.1f}"),
             ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
-            ("energy kWh", lambda r: _na(r.energy_kwh, "no power", lambda v: f"{v:,.0f}")),
-            ("cost USD", lambda r: _na(r.cost_usd, "no price", lambda v: f"${v:,.0f}")),
-            ("idle chips", lambda r: f"{r.idle_chips:,}"),
-            ("layout", lambda r: r.layout.describe())]
-    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
-    for label, f in rows:
-        cells = [(f(v) if not isinstance(v, str) else "n/a") for v in out.values()]
-        if label == "layout":
-            click.echo("layouts:")
-            for n, v in out.items():
-                click.echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
-            continue
-        click.echo(f"{label:<14} " + " ".join(f"{c:>{w}}" for c in cells))
+            ("energy kWh", lambda r: "n/a" if r.energy_kwh is None else f"{r.energy_kwh:,.0f}"),
+            ("cost USD", lambda r: "n/a" if r.cost_usd is None else f"{r.cost_usd:,.0f}"),
+            ("idle chips", lambda r: f"{r.idle_chips:,}")]
+    table = [(label, [f(v) if not isinstance(v, str) else "n/a" for v in out.values()]) for label, f in rows]
+    for line in sideways("", list(out), table):
+        echo(line)
+    echo("layouts:")
+    for n, v in out.items():
+        echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
     for n, v in out.items():
         if isinstance(v, str):
-            click.echo(f"{n}: {v}")
+            echo(f"{n}: {v}")
         else:
             for k, why in v.why_missing().items():
                 if k in ("energy", "cost"):
-                    click.echo(f"{n}: {k} n/a: {why}")
+                    echo(f"{n}: {k} n/a: {why}")
 
 
 def _print_serving(res) -> None:
@@ -272,41 +278,33 @@ def _print_serving(res) -> None:
     load = (f"each at its capacity (highest request rate with >= 90% of requests meeting TTFT <= "
             f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)" if qps is None
             else f"at {qps:g} requests/s")
-    click.echo(f"{m.label} served, {input_tokens} input / {output_tokens} output tokens, "
+    echo(f"{m.label} served, {input_tokens} input / {output_tokens} output tokens, "
                f"{cfg.scheduler.value} batching, {load}")
     ok = {k: v for k, v in out.items() if not isinstance(v, str)}
     priced = [k for k, v in ok.items() if v.result.cost_per_million_output_tokens_usd is not None]
     best = min(priced, key=lambda k: ok[k].result.cost_per_million_output_tokens_usd) if priced else None
-    names = list(out)
-    w = max(18, *(len(n) for n in names))
-
-    def cell(name, f):
-        v = out[name]
-        return "n/a" if isinstance(v, str) else f(v)
-
+    ms = lambda s: None if s is None else 1e3 * s
     rows = [("deployment", lambda p: f"{p.deployment.replicas} x TP{p.deployment.tp}, {p.deployment.weights.name}"),
-            ("capacity req/s" if qps is None else "offered req/s", lambda p: f"{p.qps:.3g}"),
-            ("served req/s", lambda p: f"{p.result.throughput_requests_per_s:.3g}"),
+            ("capacity req/s" if qps is None else "offered req/s", lambda p: _num(p.qps)),
+            ("served req/s", lambda p: _num(p.result.throughput_requests_per_s)),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
-            ("TTFT p90", lambda p: f"{1e3 * p.result.ttft_s['p90']:.0f} ms" if p.result.ttft_s['p90'] is not None
-             else "n/a"),
-            ("TPOT p90", lambda p: f"{1e3 * p.result.tpot_s['p90']:.1f} ms" if p.result.tpot_s['p90'] is not None
-             else "n/a"),
-            ("SLO met", lambda p: f"{100 * p.result.slo_attainment:.0f} %"),
-            ("price/hour", lambda p: _na(p.deployment.price_per_hour, "no price", lambda v: f"${v:.2f}")),
-            ("$/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price",
-                                          lambda v: f"${v:.3f}")),
-            ("$/M tokens", lambda p: _na(p.result.cost_per_million_tokens_usd, "no price", lambda v: f"${v:.4f}"))]
-    click.echo(f"{'':<14} " + " ".join(f"{n:>{w}}" for n in names))
-    for label, f in rows:
-        click.echo(f"{label:<14} " + " ".join(f"{cell(n, f)[:w]:>{w}}" for n in names))
+            ("TTFT p90 ms", lambda p: _num(ms(p.result.ttft_s["p90"]))),
+            ("TPOT p90 ms", lambda p: _num(ms(p.result.tpot_s["p90"]))),
+            ("SLO met %", lambda p: f"{100 * p.result.slo_attainment:.0f}"),
+            ("price USD/h", lambda p: _na(p.deployment.price_per_hour, "no price", lambda v: f"{v:,.2f}")),
+            ("USD/M out tok", lambda p: _na(p.result.cost_per_million_output_tokens_usd, "no price",
+                                            lambda v: f"{v:,.3f}")),
+            ("USD/M tokens", lambda p: _na(p.result.cost_per_million_tokens_usd, "no price", lambda v: f"{v:,.4f}"))]
+    table = [(label, ["n/a" if isinstance(v, str) else f(v) for v in out.values()]) for label, f in rows]
+    for line in sideways("", list(out), table):
+        echo(line)
     for n, v in out.items():
         if isinstance(v, str):
-            click.echo(f"{n}: {v}")
+            echo(f"{n}: {v}")
     if best is not None:
-        click.echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
+        echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
                    "per million output tokens)")
     for n, v in ok.items():
         for note in v.deployment.assumptions:
-            click.echo(f"{n}: {note}")
+            echo(f"{n}: {note}")
 

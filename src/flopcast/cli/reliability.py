@@ -7,9 +7,10 @@ import click
 from ..errors import FlopcastError
 from ..limits import click_type
 from .. import api
-from ..units import HOUR, fmt, fmt_duration
+from ..report.text_table import Column, render
+from ..units import DAY, HOUR, fmt, fmt_count, fmt_duration
 from .options import calibration_option, layout_from, layout_options, report_options
-from .render import echo_json, emit_report
+from .render import echo, echo_json, emit_report
 
 
 def _reports():
@@ -73,9 +74,9 @@ def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, c
 
 def _print_closed_form(result, g, why: str):
     """The closed form alone, when the Monte-Carlo was not run (the run never finishes, or past its cap)."""
-    e = click.echo
+    e = echo
     e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
-      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+      f"{fmt_count(result.tokens)} tokens, layout {_layout(result)}")
     e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; restart "
       f"{fmt_duration(g.restart_total_s)} (relaunch + checkpoint load)")
     if g.finishes:
@@ -91,30 +92,39 @@ def _print_closed_form(result, g, why: str):
 
 def _print_one(result, g, sim):
     a = g.assumptions
-    e = click.echo
+    e = echo
     e(f"{result.model.label} on {g.chips:,} {result.system.chip.id} chips ({result.system.id}), "
-      f"{result.tokens:.3g} tokens, layout {_layout(result)}")
+      f"{fmt_count(result.tokens)} tokens, layout {_layout(result)}")
     e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; "
       f"checkpoint {fmt(g.checkpoint_bytes, 'B')} (write {fmt_duration(g.checkpoint_write_s)}, "
       f"load {fmt_duration(g.checkpoint_load_s)}, blocks {fmt_duration(g.checkpoint_block_s)}); "
       f"interval {fmt_duration(g.interval_s)} of work ({'set' if a.interval_s else 'Daly 2006'})")
     e("")
-    e(f"{'':24}{'closed form':>16}{'Monte-Carlo':>16}")
-    e(f"{'expected time-to-train':24}{fmt_duration(g.expected_s):>16}{fmt_duration(sim.mean_s):>16}"
-      + (f"   (+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials)" if sim.ci95_s is not None
-         else f"   (no confidence interval from {sim.trials} trial; use --trials 2 or more)"))
-    e(f"{'p10 / p50 / p90':24}{'':>16}{'':>4}{fmt_duration(sim.percentile(10))} / "
-      f"{fmt_duration(sim.percentile(50))} / {fmt_duration(sim.percentile(90))}")
-    e(f"{'goodput':24}{g.goodput:>16.1%}{sim.goodput:>16.1%}")
-    e(f"{'interruptions':24}{g.interruptions:>16,.0f}{sim.interruptions.mean():>16,.0f}")
-    e(f"{'lost chip-hours':24}{g.lost_chip_hours:>16,.0f}{sim.lost_chip_hours.mean():>16,.0f}")
-    e("time lost, by cause:")
-    for k, v in g.breakdown.items():
-        mc = float(sim.breakdown_s[k].mean())
-        e(f"  {k:22}{fmt_duration(v) if v >= 1 else '0':>16}{fmt_duration(mc) if mc >= 1 else '0':>16}")
+    for line in render(_SIDE_BY_SIDE, _side_by_side(g, sim)):
+        e(line)
     e(f"(simulated {sim.events:,} events in {sim.elapsed_s:.2f} s, seed {sim.seed})")
     e("")
     _print_assumptions(a, g)
+
+
+_SIDE_BY_SIDE = [Column("", text=True), Column("closed form", decimal=False), Column("Monte-Carlo", decimal=False),
+                 Column("", text=True)]
+
+
+def _side_by_side(g, sim) -> list[list]:
+    """Closed form beside Monte-Carlo: time-to-train, its spread, goodput, interruptions, time lost by cause."""
+    ci = (f"+-{fmt_duration(sim.ci95_s)}, 95% CI of the mean, {sim.trials} trials" if sim.ci95_s is not None
+          else f"no confidence interval from {sim.trials} trial; use --trials 2 or more")
+    rows = [["expected time-to-train", fmt_duration(g.expected_s), fmt_duration(sim.mean_s), ci]]
+    rows += [[f"p{q}", "", fmt_duration(sim.percentile(q)), ""] for q in (10, 50, 90)]
+    rows += [["goodput", f"{g.goodput:.1%}", f"{sim.goodput:.1%}", ""],
+             ["interruptions", f"{g.interruptions:,.0f}", f"{sim.interruptions.mean():,.0f}", ""],
+             ["lost chip-hours", f"{g.lost_chip_hours:,.0f}", f"{sim.lost_chip_hours.mean():,.0f}", ""],
+             ["time lost, by cause:", "", "", ""]]
+    for k, v in g.breakdown.items():
+        mc = float(sim.breakdown_s[k].mean())
+        rows.append([f"  {k}", fmt_duration(v) if v >= 1 else "0", fmt_duration(mc) if mc >= 1 else "0", ""])
+    return rows
 
 
 def _layout(result):
@@ -123,7 +133,7 @@ def _layout(result):
 
 
 def _print_assumptions(a, g=None):
-    e = click.echo
+    e = echo
     e("assumptions:")
     e(f"  interruptions: one per {a.mtbf_chip_hours:,.0f} chip-hours ({a.failure_law.value}; Llama 3 sec. 3.3.4 "
       f"default: 419 unexpected in 54 days on 16,384 H100s)")
@@ -137,6 +147,25 @@ def _print_assumptions(a, g=None):
       + (f" -> step x{g.straggler_factor:.3f} (Blom 1958)" if g is not None else ""))
 
 
+_SWEEP_FAULTS = [Column("chips", ",d"), Column("ideal days", ",.1f"), Column("job MTBF h", ",.1f"),
+                 Column("checkpoint every min", ",.1f"), Column("goodput %", ".1f"), Column("layout", text=True)]
+_SWEEP_TIMES = [Column("chips", ",d"), Column("expected days", ",.1f"), Column("MC p50 days", ",.1f"),
+                Column("MC p90 days", ",.1f"), Column("chip-hours", ",.0f"), Column("marginal %", ".0f")]
+
+
+def _sweep_tables(out, rows) -> list[str]:
+    """Two tables by cluster size: the faults (ideal time, MTBF, checkpoint interval, goodput, layout), then
+    the times with faults (closed form, Monte-Carlo p50 and p90), chip-hours and the marginal speed-up."""
+    faults, times, prev = [], [], None
+    for n, r, g, sim in rows:
+        marginal = None if prev is None else 100 * out.marginal(prev, (n, r, g, sim))
+        faults.append([n, g.ideal_s / DAY, g.job_mtbf_s / HOUR, g.interval_s / 60, 100 * g.goodput, _layout(r)])
+        times.append([n, g.expected_s / DAY, sim.percentile(50) / DAY, sim.percentile(90) / DAY,
+                      g.expected_s * n / HOUR, marginal])
+        prev = (n, r, g, sim)
+    return render(_SWEEP_FAULTS, faults) + [""] + render(_SWEEP_TIMES, times)
+
+
 def _sweep(out, as_json, html=None, png=None):
     m, hardware, tokens, rows, errors = out.model, out.hardware, out.tokens, out.sweep, out.errors
     knee, best = out.stops_paying_off_beyond, out.fastest_chips
@@ -145,20 +174,12 @@ def _sweep(out, as_json, html=None, png=None):
     if as_json:
         echo_json(out.to_dict())
         return
-    e = click.echo
-    e(f"{m.label} on {hardware}, {tokens:.3g} tokens: goodput and time-to-train by cluster size")
-    e(f"{'chips':>8} {'layout':>24} {'ideal':>11} {'job MTBF':>10} {'interval':>10} {'goodput':>8} "
-      f"{'expected':>11} {'MC p50':>11} {'MC p90':>11} {'chip-hours':>12} {'marginal':>9}")
-    prev = None
-    for n, r, g, sim in rows:
-        marginal = "" if prev is None else f"{out.marginal(prev, (n, r, g, sim)):.0%}"
-        e(f"{n:>8,} {_layout(r):>24} {fmt_duration(g.ideal_s):>11} {fmt_duration(g.job_mtbf_s):>10} "
-          f"{fmt_duration(g.interval_s):>10} {g.goodput:>8.1%} {fmt_duration(g.expected_s):>11} "
-          f"{fmt_duration(sim.percentile(50)):>11} {fmt_duration(sim.percentile(90)):>11} "
-          f"{g.expected_s * n / HOUR:>12,.0f} {marginal:>9}")
-        prev = (n, r, g, sim)
+    e = echo
+    e(f"{m.label} on {hardware}, {fmt_count(tokens)} tokens: goodput and time-to-train by cluster size")
+    for line in _sweep_tables(out, rows):
+        e(line)
     for n, msg in errors.items():
-        e(f"{n:>8,}  skipped: {msg}")
+        e(f"{n:,} chips skipped: {msg}")
     e("marginal: speed-up of the expected time per unit of extra chips, vs the previous size (100% = linear)")
     if knee is not None:
         e(f"adding chips stops paying off beyond {knee:,} chips: past it each extra chip buys less than half a chip's "

@@ -39,6 +39,16 @@ def echo_json(obj) -> None:
     click.echo(to_json(obj))
 
 
+def echo(text: str = "") -> None:
+    """Print prose within the terminal's width (report/text_table.fold): a long line wraps at spaces, its
+    continuation indented under it."""
+    from ..report.text_table import fold
+
+    for line in text.split("\n"):
+        for part in fold(line):
+            click.echo(part)
+
+
 def emit_report(html, png, report) -> list:
     """Write `report` (a report.html.Report, or a function returning one, called only when needed) as HTML
     and/or PNGs; say where on stderr. Does nothing when neither path is given."""

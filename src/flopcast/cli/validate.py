@@ -12,12 +12,13 @@ from .. import api
 from ..api.validation import files_of, prepare_out, schema
 from ..errors import FlopcastError
 from ..progress import Progress
-from ..report.text import table
+from ..report.text_table import Column, render
 from ..validate import training as vt
 from .options import calibration_option, csv_option
-from .render import to_json, write_csv
+from .render import echo, to_json, write_csv
 
-LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
+                "dtype")
 SHORT = {"micro_batch": "mb", "global_batch": "gb", "recompute": "rc", "sharding": "zero"}
 
 
@@ -28,6 +29,8 @@ def _layout_text(r: vt.RowResult) -> str:
     for k in LAYOUT_SHORT:
         v = r.layout.get(k)
         if k in ("cp", "ep", "vp") and v == 1 and k not in r.chosen:
+            continue
+        if k == "etp" and (v is None or v == r.layout.get("tp")) and k not in r.chosen:
             continue
         mark = "*" if k in r.chosen else ""
         parts.append(f"{SHORT.get(k, k)}={v}{mark}")
@@ -91,6 +94,14 @@ def _sig(v: float | None) -> str:
     return f"{v:,.{decimals}f}"
 
 
+SERVING_COLUMNS = [Column("run", text=True), Column("hardware", text=True), Column("model", text=True, wrap=24),
+                   Column("metric", text=True), Column("predicted"), Column("measured"), Column("unit", text=True),
+                   Column("error %", "+.1f")]
+TRAINING_COLUMNS = [Column("run", text=True), Column("model", text=True), Column("chip", text=True),
+                    Column("chips", ",d"), Column("pred tok/s/chip", ",.1f"), Column("meas tok/s/chip", ",.1f"),
+                    Column("error %", "+.1f"), Column("layout (* = chosen by flopcast)", text=True, below=True)]
+
+
 def serving_report(result: dict) -> str:
     """The text table of validate_inference's result: one line per figure (numbers and units in their own
     aligned columns), the skipped figures' reasons, then the summary."""
@@ -98,12 +109,12 @@ def serving_report(result: dict) -> str:
     for r in result["rows"]:
         metric = r["metric"] or "-"
         ok = r["status"] == "ok"
-        err = f"{r['error_pct']:+.1f}%" if ok else "skipped"
+        err = r["error_pct"] if ok else "skipped"
         body.append([r["run_id"], r["hardware"], r["model"], metric, _sig(r["predicted"]), _sig(r["measured"]),
                      UNITS.get(r["metric"], ""), err])
         if not ok:
             skipped.setdefault((r["run_id"], r["reason"]), []).append(r["metric"])
-    out = [table(body, ["run", "hardware", "model", "metric", "predicted", "measured", "unit", "error"], {4, 5, 7})]
+    out = render(SERVING_COLUMNS, body)
     s = result["summary"]
 
     def pct(v):
@@ -123,13 +134,9 @@ def serving_report(result: dict) -> str:
 def training_report(rows, summary) -> str:
     body = []
     for r in rows:
-        err = "" if r.error_pct is None else f"{r.error_pct:+.1f}%"
-        pred = "" if r.predicted is None else f"{r.predicted:,.1f}"
-        meas = "" if r.measured is None else f"{r.measured:,.1f}"
-        body.append([r.run_id, _clip(r.model, 28), r.hardware, str(r.chips) if r.chips else "", _layout_text(r)
-                     if r.status == "ok" else f"skipped: {r.reason}", pred, meas, err])
-    out = [table(body, ["run", "model", "chip", "chips", "layout (* = chosen by flopcast)", "predicted tok/s/chip",
-                        "measured tok/s/chip", "error"], {3, 5, 6, 7})]
+        body.append([r.run_id, _clip(r.model, 22), r.hardware, r.chips or None, r.predicted, r.measured, r.error_pct,
+                     _layout_text(r) if r.status == "ok" else f"skipped: {r.reason}"])
+    out = render(TRAINING_COLUMNS, body)
     s = summary
     fmtp = lambda x: "n/a" if x is None else f"{x:.1f}%"
     out.append("")
@@ -167,10 +174,12 @@ def interval_lines(info: dict) -> list[str]:
                 f"shipped intervals, {c['excluded']} rows they or the calibration were fitted on left out)"]
     out = [f"{lvl} intervals covered {c['covered']} of {c['n']} measurements ({100 * (c['coverage'] or 0):.0f}%; "
            "each row's interval fitted on the other sources' cross-validated errors)"]
+    rows = []
     for k, e in info["kinds"].items():
-        out.append(f"  {k:<22} throughput x{e['speed_factor_low']:.2f} to x{e['speed_factor_high']:.2f} "
-                   f"({e['residuals']} residuals{'; ' + e['pooled'] if e['pooled'] else ''})")
-    return out
+        rows.append([k, e["speed_factor_low"], e["speed_factor_high"], e["residuals"], e["pooled"] or ""])
+    columns = [Column("kind", text=True), Column("throughput x low", ".2f"), Column("x high", ".2f"),
+               Column("residuals", ",d"), Column("pooled", text=True)]
+    return out + (render(columns, rows, indent="  ") if rows else [])
 
 
 @click.command()
@@ -211,10 +220,10 @@ def validate(file, as_json, out, cross_validate, write_intervals, calibration, c
     if as_json:
         click.echo(to_json(res.to_dict()))
     elif res.schema == "serving":
-        click.echo("\n".join([serving_report(res.to_dict()), *interval_lines(res.summary.get("intervals"))]))
+        echo("\n".join([serving_report(res.to_dict()), *interval_lines(res.summary.get("intervals"))]))
     else:
         intervals = interval_lines(res.summary.get("intervals"))
-        click.echo("\n".join([training_report(res.records, res.summary), *intervals]))
+        echo("\n".join([training_report(res.records, res.summary), *intervals]))
 
 
 @click.command()

@@ -29,7 +29,7 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
-def _kept_elems(m: Model, moe_layer: bool, recipe: bool, mlp_recomputed: bool = False):
+def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed: bool = False):
     """(replicated, sharded, replicated FP8-able, sharded FP8-able) elements per token one layer keeps.
 
     Replicated across tp unless sequence parallel: the two norm inputs, the QKV (MLA: latent down-projection)
@@ -39,7 +39,9 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, mlp_recomputed: bool = 
     recipe: DeepSeek-V3's selective recomputation (report sec. 3.2.3 and 3.3.3): the RMSNorms and MLA
     up-projections are recomputed in backward (only the norms' inputs and the latents are kept, not Q, K, V),
     and a SwiGLU expert keeps its two inputs (in FP8 under FP8 training) and recomputes its output.
-    The routed experts' terms carry the busiest rank's load factor.
+    The routed experts' terms carry the busiest rank's load factor; per token of the tp group they keep etp copies
+    of the permuted input (each of the etp ranks holds every token its experts receive) and one of the expert's
+    intermediates (split etp ways), so divided by tp like the rest: (etp h + ffn terms) / tp.
     mlp_recomputed: the MLP (MoE: router, routed and shared experts) is recomputed from its input in backward
     (Megatron-Core --recompute-modules mlp / moe), so it keeps none of its intermediates; its input stays (one
     of the replicated terms), in 16 bits, as the checkpoint's input."""
@@ -61,10 +63,10 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, mlp_recomputed: bool = 
     e = m.moe
     shared = e.shared_ffn or e.shared_experts * e.expert_ffn
     if recipe and m.mlp == Mlp.SWIGLU:
-        routed = routed_fp8 = e.topk * e.load_factor * (h + 2.0 * e.expert_ffn)
+        routed = routed_fp8 = e.topk * e.load_factor * (etp * h + 2.0 * e.expert_ffn)
         return rep, attn + routed + 2.0 * shared, rep_fp8, m.attn_out_dim + routed_fp8 + 2.0 * shared
-    routed = e.topk * e.load_factor * (h + mlp_activation_elems(h, e.expert_ffn, m.mlp))
-    routed_fp8 = e.topk * e.load_factor * (h + e.expert_ffn)
+    routed = e.topk * e.load_factor * (etp * h + mlp_activation_elems(h, e.expert_ffn, m.mlp))
+    routed_fp8 = e.topk * e.load_factor * (etp * h + e.expert_ffn)
     shared_elems = mlp_activation_elems(h, shared, m.mlp) if shared else 0.0
     return rep, attn + routed + shared_elems, rep_fp8, m.attn_out_dim + routed_fp8 + shared
 
@@ -75,7 +77,7 @@ def deepseek_recipe(m: Model, recompute):
 
 
 def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False,
-                           quantized_bytes=1.0):
+                           quantized_bytes=1.0, etp=1.0):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
 
     s is the sequence chunk on this chip (seq / cp), b the micro-batch, t the tp degree.
@@ -89,12 +91,13 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`); MLP recomputation
     keeps attention's activations and the MLP's input only.
     quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
+    etp (array or float): the experts' tensor-parallel degree (an MoE layer's routed terms, `_kept_elems`).
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
 
     def per_token(recipe: bool, mlp_recomputed: bool = False):
-        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, mlp_recomputed)
+        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, etp, mlp_recomputed)
         replicated_bytes = ACT_BYTES * rep + 2 * mask * h
         sharded_bytes = ACT_BYTES * shd
         if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
@@ -150,15 +153,14 @@ def state_bytes_per_param(dtype):
     return weight, grad, optimizer
 
 
-def state_bytes(params_dense, params_expert, dp, ep, sharding, *, dtype_weight_bytes=WEIGHT_BYTES,
+def state_bytes(params_dense, params_expert, dp, edp, sharding, *, dtype_weight_bytes=WEIGHT_BYTES,
                 grad_bytes=GRAD_BYTES, optimizer_bytes=OPTIMIZER_BYTES):
     """(weights, gradients, optimizer) bytes per chip for the params a chip owns before dp sharding.
 
     ZeRO stages (Rajbhandari et al. 2020): 1 shards optimizer states over dp, 2 also
-    gradients, 3 also weights. Expert weights are sharded over the dp/ep ranks that replicate them.
-    Bytes per parameter by dtype: state_bytes_per_param.
+    gradients, 3 also weights. Expert weights are sharded over the edp expert-data-parallel ranks that
+    replicate them. Bytes per parameter by dtype: state_bytes_per_param.
     """
-    edp = np.maximum(dp / ep, 1)
     def shard(x_dense, x_expert, stage):
         on = sharding >= stage
         return np.where(on, x_dense / dp + x_expert / edp, x_dense + x_expert)

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-import yaml
+from ..catalog.names import load_yaml
 
 FILE = "uncertainty.yaml"
 
@@ -88,7 +88,7 @@ def _table() -> dict:
     path = DATA / FILE
     if not path.exists():
         return {}
-    return yaml.safe_load(path.read_text()) or {}
+    return load_yaml(path.read_text()) or {}
 
 
 def interval_for(kind: str, table: dict | None = None) -> Interval | None:

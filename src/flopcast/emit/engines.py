@@ -24,9 +24,18 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
     """`vllm serve` for `replicas` data-parallel replicas of deployment `d` (one instance)."""
     neuron = d.system.chip.family in ("trainium", "inferentia")
     tp = d.shards if neuron else d.tp
-    args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
-    if replicas > 1:
-        args.append(f"--data-parallel-size {replicas}")
+    missing = []
+    if d.expert_parallel:  # attention data-parallel over the replica's chips, experts split over them
+        args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp // d.tp}",
+                f"--data-parallel-size {d.ep}", "--enable-expert-parallel"]
+        if replicas > 1:
+            missing.append(f"replicas: {replicas} expert-parallel replicas, each its own server on its own chips")
+    else:
+        args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
+        if d.pp > 1:
+            args.append(f"--pipeline-parallel-size {d.pp}")
+        if replicas > 1:
+            args.append(f"--data-parallel-size {replicas}")
     args += [f"--max-num-seqs {max_seqs}", f"--max-model-len {max_model_len}"]
     if d.weights.name == "fp8":
         args.append("--quantization fp8")
@@ -34,7 +43,7 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
         args.append("--kv-cache-dtype fp8")
     if prefix:
         args.append("--enable-prefix-caching")
-    assumed, missing = [f"model {d.model.label}: the catalog name; give the checkpoint's path or Hugging Face id"], []
+    assumed = [f"model {d.model.label}: the catalog name; give the checkpoint's path or Hugging Face id"]
     spec = d.speculation
     if spec is not None:
         conf = {"method": SPEC_METHODS[spec.method.value], "num_speculative_tokens": spec.k}
@@ -67,3 +76,26 @@ def llama_server(d, *, replicas: int = 1, max_seqs: int = 1, max_model_len: int 
 def launch_for(d, **kw) -> Launch:
     """The engine a deployment's system runs: llama.cpp on CPUs, vLLM elsewhere."""
     return llama_server(d, **kw) if d.is_cpu else vllm_serve(d, **kw)
+
+
+# vLLM's disaggregated prefill: each instance (prefill or decode) starts with a KV connector; NIXL moves the blocks
+# (vLLM docs, "Disaggregated Prefilling"; examples/online_serving/disaggregated_serving)
+KV_TRANSFER = '--kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\''
+
+
+def disaggregated_serve(pd, *, units: int = 1, max_seqs: int = 256, max_model_len: int = 4096) -> Launch:
+    """`vllm serve` for the prefill and the decode replicas of a Disaggregated deployment (simulate/serving/disagg),
+    one server per replica (data parallel within a pool), each with the NIXL KV connector; a proxy in front routes
+    each request to a prefill server, then to a decode server."""
+    parts = []
+    for role, d, n in (("prefill", pd.prefill, pd.prefill_replicas * units), ("decode", pd.decode,
+                                                                             pd.decode_replicas * units)):
+        one = vllm_serve(d, replicas=n, max_seqs=max_seqs, max_model_len=max_model_len)
+        parts.append((role, one))
+    text = "\n".join(f"# {role} pool\n{one.text} \\\n    --port {port} \\\n    {KV_TRANSFER}"
+                     for (role, one), port in zip(parts, (8100, 8200)))
+    assumed = parts[0][1].assumed + (
+        "each pool's server is started on its own chips (CUDA_VISIBLE_DEVICES, or NEURON_RT_VISIBLE_CORES on Neuron)",
+        "a router in front (vLLM's disaggregated-serving proxy, NVIDIA Dynamo or llm-d) sends each request to a "
+        "prefill server, then to a decode server",)
+    return Launch("vllm", "vLLM disaggregated prefill/decode", text, parts[0][1].no_equivalent, assumed, VLLM_SOURCE)

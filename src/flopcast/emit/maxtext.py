@@ -38,7 +38,7 @@ def mesh(system, layout) -> tuple[dict, list]:
     slices = max(1, layout.chips // per_slice)
     data_axis = "fsdp" if layout.sharding == Sharding.ZERO3 else "data"
     axes = [("tensor", layout.tp), ("context", layout.cp), ("expert", layout.ep),
-            (data_axis, layout.dp // layout.ep), ("pipeline", layout.pp)]
+            (data_axis, max(layout.dp // layout.ep, 1)), ("pipeline", layout.pp)]
     room, out = per_slice, {}
     for name, degree in axes:
         ici = math.gcd(degree, room)
@@ -117,6 +117,9 @@ def _unmapped(model, layout) -> list[str]:
                    "a generic decoder_block (the Gemma and gpt-oss blocks interleave their own)")
     if model.moe and model.moe.shared_ffn:
         out.append("shared expert width: shared_experts counts experts of base_moe_mlp_dim")
+    if model.moe and layout.expert_tp != layout.tp:
+        out.append(f"etp={layout.expert_tp} with tp={layout.tp}: no expert-only tensor axis; the experts shard over "
+                   "the tensor axis like the attention")
     return out
 
 

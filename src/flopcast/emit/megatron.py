@@ -31,6 +31,9 @@ def _settings(model, layout) -> tuple[dict, list, list]:
     s.update(tensor_model_parallel_size=layout.tp, pipeline_model_parallel_size=layout.pp,
              context_parallel_size=layout.cp, expert_model_parallel_size=layout.ep,
              sequence_parallel=bool(layout.sequence_parallel and layout.tp > 1) or None)
+    if model.moe:
+        # stated always: Megatron-Core defaults it to tp (arguments.py), Megatron-Bridge's recipes set it
+        s["expert_tensor_parallel_size"] = layout.expert_tp
     if layout.vp > 1:
         s["virtual_pipeline_model_parallel_size"] = layout.vp
     if layout.vp > 1 and model.layers % (layout.pp * layout.vp):

@@ -35,6 +35,9 @@ def _unmapped(model, layout) -> list[str]:
         out.append(f"{model.moe.dense_layers} leading dense layers: model.moe.frequency sets every Nth layer only")
     if model.mtp_layers:
         out.append(f"{model.mtp_layers} multi-token-prediction module(s): no key in NxD's model configs; left out")
+    if model.moe and layout.expert_tp != layout.tp:
+        out.append(f"etp={layout.expert_tp} with tp={layout.tp}: no expert tensor-parallel key in NxD Training's "
+                   "distributed_strategy; its experts shard over tensor_model_parallel_size like the attention")
     if model.moe and model.moe.groups:
         out.append("group-limited routing (moe groups): no key in NxD's MoE config; routing is unrestricted")
     if model.sliding_window:

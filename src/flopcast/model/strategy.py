@@ -3,8 +3,10 @@
 Degrees are counted in chips (Trainium included: a Neuron TP degree of 32
 NeuronCores on Trainium1, two cores per chip, is tp=16 here; the cores of one
 chip share its HBM and act as one device in the collectives flopcast models).
-Rank order is Megatron's: tp innermost, then cp, then dp (ep lies inside dp),
-then pp outermost.
+Rank order is Megatron's: tp innermost, then cp, then dp, then pp outermost. The
+expert layers fold the same tp x cp x dp ranks of a stage differently (Megatron-Core's
+MoE Parallel Folding, Liu et al. 2025, arXiv:2504.14960): expert tensor parallel (etp)
+innermost, then ep, then expert data parallel (edp = tp cp dp / (etp ep)).
 """
 
 from __future__ import annotations
@@ -100,10 +102,18 @@ class Layout:
     sequence_parallel: bool = True
     dtype: Dtype = Dtype.BF16
     schedule: Schedule = Schedule.ONE_F_ONE_B
+    # expert tensor-parallel degree; 0 = the attention's tp (Megatron-Core's default when
+    # --expert-tensor-parallel-size is unset: megatron/training/arguments.py, model_parallel_config.py)
+    etp: int = 0
 
     @property
     def chips(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def expert_tp(self) -> int:
+        """The expert layers' tensor-parallel degree (etp, or tp where etp is 0)."""
+        return self.etp or self.tp
 
     @property
     def microbatches(self) -> int:
@@ -116,6 +126,8 @@ class Layout:
             parts.append(f"cp={self.cp}")
         if self.ep > 1:
             parts.append(f"ep={self.ep}")
+        if self.expert_tp != self.tp:
+            parts.append(f"etp={self.expert_tp}")
         if self.vp > 1:
             parts.append(f"vp={self.vp}")
         parts += [
@@ -128,14 +140,14 @@ class Layout:
             f"schedule={label(self.schedule)}",
         ]
         if short:
-            keep = ("tp=", "pp=", "dp=", "cp=", "ep=", "vp=", "recompute=", "sharding=", "schedule=")
+            keep = ("tp=", "pp=", "dp=", "cp=", "ep=", "etp=", "vp=", "recompute=", "sharding=", "schedule=")
             parts = [q for q in parts if q.startswith(keep) and q not in ("recompute=none", "sharding=none")]
         return " ".join(parts)
 
     def as_dict(self) -> dict:
         out = {}
         for f in fields(self):
-            v = getattr(self, f.name)
+            v = self.expert_tp if f.name == "etp" else getattr(self, f.name)
             out[f.name] = label(v) if isinstance(v, IntEnum) and not isinstance(v, Dtype) else (
                 v.label if isinstance(v, Dtype) else v
             )
@@ -197,6 +209,7 @@ class LayoutBatch:
     sequence_parallel: np.ndarray
     dtype: np.ndarray
     schedule: np.ndarray
+    etp: np.ndarray  # 0 = tp
 
     @classmethod
     def of(cls, layouts: list[Layout]) -> LayoutBatch:
@@ -204,12 +217,17 @@ class LayoutBatch:
 
     @classmethod
     def from_arrays(cls, **arrays) -> LayoutBatch:
+        arrays.setdefault("etp", 0)
         n = max(np.size(a) for a in arrays.values())
         return cls(**{k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)).copy() for k, v in arrays.items()})
 
     @property
     def size(self) -> int:
         return int(self.tp.shape[0])
+
+    @property
+    def expert_tp(self) -> np.ndarray:
+        return np.where(self.etp > 0, self.etp, self.tp)
 
     def take(self, index) -> LayoutBatch:
         return LayoutBatch(**{n: getattr(self, n)[index] for n in LAYOUT_FIELDS})

@@ -297,7 +297,7 @@ class ServingPoint:
 
     def to_dict(self) -> dict:
         d = self.deployment
-        out = {"system": self.system.id, "chips": d.tp * d.replicas, "tp": d.tp, "replicas": d.replicas,
+        out = {"system": self.system.id, "chips": d.chips * d.replicas, "tp": d.tp, "replicas": d.replicas,
                "threads": d.threads or None, "weights": d.weights.name, "engine_family": d.family,
                "price_per_hour_usd": d.price_per_hour,
                ("capacity_qps" if self.capacity else "qps"): self.qps}

@@ -1,8 +1,9 @@
 """Deployment search: how to serve a model on a system at the SLOs for the least cost per token.
 
 Per system the candidates are tensor-parallel degree x weight format x KV-cache format x max batch
-(vLLM's max_num_seqs), each replicated over the instance's chips (replicas per instance = chips per
-instance // tp; a replica larger than an instance spans whole instances). Every candidate gets a
+(vLLM's max_num_seqs), for MoE models expert parallel over each replica's chips, and disaggregated units of
+prefill and decode replicas (plan/disaggregate.py), each replicated over the instance's chips (replicas per
+instance = chips per instance // tp; a replica larger than an instance spans whole instances). Every candidate gets a
 roofline bound first (cost/inference): it must fit and meet both SLOs alone, and its capacity is at most
 
     q_max = 1 / (t_prefill(I) + O x t_decode(b) / b),  b = the largest batch with t_decode(b) <= SLO_tpot
@@ -32,42 +33,14 @@ from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import serving as S
 from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
+from . import disaggregate as split
+from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS, SPAN,
+                         Candidate)
 
-MAX_SIMULATIONS = 8
-# The roofline bound is a bound on the mean; the simulated capacity (90% of requests within the SLOs) can pass
-# it a little (1.02x seen on llama3-8b / p5.48xlarge TP1 fp8), so bounds are widened by this before pruning.
-BOUND_SLACK = 1.3
-# Capacity runs span this many SLO horizons (TTFT target + O x TPOT target) of arrivals and must be steady
-# (_steady). simulate/serving/find_capacity's 4 horizons and whole-run attainment let llama3-8b on one
-# Trainium2 at max batch 64 "meet" 12.7 req/s that a run 4x longer shows unstable (14% within the SLOs).
-SPAN = 8.0
-BACKLOG_GROWTH = 1.2
-MAX_UTILISATION = 0.9  # of the burst service rate (see capacity)
-MAX_VERIFY_REQUESTS = 60_000
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
 ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
 CPU_WEIGHTS, CPU_KV = ("q4_0", "q8_0"), ("fp16",)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One way to deploy: a replica layout and formats, with its roofline bound."""
-
-    tp: int
-    weights: str
-    kv_dtype: str
-    max_seqs: int
-    replicas_per_instance: int  # replicas on one instance (0 when a replica spans instances)
-    instances_per_replica: int  # 1, or the whole instances one replica spans
-    bound_qps: float = 0.0  # roofline upper bound on one replica's capacity
-    bound_batch: int = 0
-
-    @property
-    def label(self) -> str:
-        share = (f"{self.replicas_per_instance} x TP{self.tp} per instance" if self.instances_per_replica == 1
-                 else f"TP{self.tp} over {self.instances_per_replica} instances")
-        return f"{share}, weights {self.weights}, KV {self.kv_dtype}, max batch {self.max_seqs}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +59,8 @@ class DeployPoint:
 
     def to_dict(self) -> dict:
         c, r = self.candidate, self.result
-        return {"tp": c.tp, "weights": c.weights, "kv_dtype": c.kv_dtype, "max_seqs": c.max_seqs,
+        return {"tp": c.tp, "pp": c.pp, "ep": c.ep, "weights": c.weights, "kv_dtype": c.kv_dtype,
+                "max_seqs": c.max_seqs,
                 "replicas_per_instance": c.replicas_per_instance, "instances_per_replica": c.instances_per_replica,
                 "instances": self.instances, "qps": self.qps, "replica_capacity_qps": self.replica_qps,
                 "roofline_bound_qps": c.bound_qps,
@@ -94,7 +68,8 @@ class DeployPoint:
                 "chip_hours_per_million_output_tokens": self.chip_hours_per_million_output_tokens,
                 "output_tokens_per_s_per_chip": self.output_tokens_per_s_per_chip,
                 "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s, "slo_attainment": r.slo_attainment,
-                "label": c.label}
+                "disaggregated": (self.deployment.to_dict() if isinstance(self.deployment, S.Disaggregated)
+                                  else None), "label": c.label}
 
 
 @dataclass(frozen=True)
@@ -134,37 +109,57 @@ def _formats(system: System, weights, kv_dtypes) -> tuple[tuple, tuple]:
     return tuple(weights), tuple(kv_dtypes)
 
 
-def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS) -> list[Candidate]:
-    """Every layout x format x max-batch combination for one instance type."""
+def candidates(system: System, weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, model: Model | None = None
+               ) -> list[Candidate]:
+    """Every layout x format x max-batch combination for one instance type; for a MoE `model` each layout of more
+    than one chip also as expert parallel (experts over its chips, attention data-parallel)."""
     ws, kvs = _formats(system, weights, kv_dtypes)
     n, out = _chips(system), []
+    experts = model.moe.experts if model is not None and model.moe and system.chip.kind != "cpu" else 0
     for tp in _tp_choices(system):
         per, span = (n // tp, 1) if tp <= n else (0, tp // n)
-        for w in ws:
-            for kv in kvs:
-                out += [Candidate(tp, w, kv, b, per, span) for b in max_seqs]
+        eps = [1] + ([tp] if experts and tp > 1 and experts % tp == 0 else [])
+        for ep in eps:
+            for w in ws:
+                for kv in kvs:
+                    out += [Candidate(tp, w, kv, b, per, span, ep=ep) for b in max_seqs]
+    for tp, pp, per, span in _pp_layouts(system):
+        out += [Candidate(tp, w, kv, b, per, span, pp=pp) for w in ws for kv in kvs for b in max_seqs]
     return out
+
+
+def _pp_layouts(system: System) -> list[tuple[int, int, int, int]]:
+    """(tp, pp, replicas per instance, instances per replica) of pipelines that fill one instance (tp x pp = its
+    chips) or run one full-instance TP stage per instance over 2 or 4 instances (a model too large for one)."""
+    n = _chips(system)
+    if system.chip.kind == "cpu":
+        return []
+    nodes = max(1, system.max_chips // n)
+    out = [(n // pp, pp, 1, 1) for pp in (2, 4) if n % pp == 0 and n // pp >= 1]
+    return out + [(n, pp, 0, pp) for pp in (2, 4) if pp <= nodes]
 
 
 def roofline_bound(model: Model, system: System, c: Candidate, n_in: int, n_out: int, config,
                    inference_calibration=None) -> tuple:
     """(candidate with its bound, deployment) or (None, reason) when the roofline rules it out."""
-    d = inf.deployment(model, system, chips=c.tp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
-                       inference_calibration=inference_calibration)
+    d = inf.deployment(model, system, chips=c.tp * c.pp, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
+                       inference_calibration=inference_calibration, ep=c.ep, pp=c.pp)
     one = inf.predict(d, 1, n_in, n_out)
     if not one.fits:
         return None, "does not fit"
     if one.ttft_s > config.slo_ttft_s or one.tpot_s > config.slo_tpot_s:
         return None, "misses the SLOs alone"
-    cap = min(c.max_seqs, max(1, inf.max_batch(d, n_in + n_out)))
+    ve = d.virtual_engines  # a pipeline runs pp batches at once, each up to max_seqs in 1/pp of the KV cache
+    cap = min(c.max_seqs, max(1, inf.max_batch(d, n_in + n_out) // ve))
     b = np.arange(1, cap + 1)
     t_dec, _ = inf.decode_time(d, b, inf.decode_window(d, n_in, n_out))
     ok = np.nonzero(np.asarray(t_dec) <= config.slo_tpot_s)[0]
     best = int(b[ok[-1]]) if len(ok) else 1
     k = max(1, PREFILL_TOKENS // max(n_in, 1))
     t_pre = float(inf.prefill_time(d, k, n_in)[0]) / k
-    q = BOUND_SLACK / (t_pre + n_out * float(np.asarray(t_dec)[best - 1]) / best)
-    return replace(c, bound_qps=q, bound_batch=best), d
+    t_out = n_out * float(np.asarray(t_dec)[best - 1]) / best
+    q = BOUND_SLACK * ve / (t_pre + t_out)
+    return replace(c, bound_qps=q, bound_batch=best, prefill_s=t_pre, decode_s=t_out), d
 
 
 def _costs(system: System, c: Candidate, replica_qps: float, out_tokens_per_request: float, qps: float | None):
@@ -200,10 +195,7 @@ def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float)
     (+5% of the TTFT target): a rate beyond what the replica serves builds a backlog whose wait grows with time."""
     n = int(min(max(requests, math.ceil(q * span_s)), MAX_VERIFY_REQUESTS))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0], output_tokens=workload[1])
-    sim = S.Simulation(d, reqs, cfg, None, seed, False)
-    sim.run()
-    o = sim.outcome()
-    res = S.summarize(d, reqs, cfg, o)
+    o, res = S.run_any(d, reqs, cfg, seed=seed)
     first, done = np.array(o.first_s), np.array(o.done_s)
     arr, out = reqs.arrival_s, reqs.output_tokens
     tpot = np.where(out > 1, (done - first) / np.maximum(out - 1, 1), 0.0)
@@ -220,7 +212,7 @@ def service_rate(d, cfg, workload, seed: int) -> float:
     n = max(8 * cfg.max_seqs, 1000)
     reqs = S.poisson_requests(1e6, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
-    return S.simulate(d, reqs, cfg, seed=seed).throughput_requests_per_s
+    return S.simulate_any(d, reqs, cfg, seed=seed).throughput_requests_per_s
 
 
 def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8):
@@ -267,7 +259,7 @@ def pareto_front(points) -> tuple:
 
 def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic):
     """Candidates with their roofline bounds (and deployments), the count considered and the pruned reasons."""
-    cands = candidates(system, weights, kv_dtypes, max_seqs)
+    cands = candidates(system, weights, kv_dtypes, max_seqs, model)
     pruned, ok = {}, []
     for c in cands:
         try:
@@ -283,8 +275,9 @@ def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, i
 
 def deploy(model: Model, system: System, config, *, input_tokens="512", output_tokens="128", qps=None,
            weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, requests: int = 300, seed: int = 0,
-           progress=None, inference_calibration=None) -> DeployOutcome:
-    """The cheapest deployment of `model` on `system` at the SLOs of `config` (see the module doc)."""
+           progress=None, inference_calibration=None, disaggregate: bool = True) -> DeployOutcome:
+    """The cheapest deployment of `model` on `system` at the SLOs of `config` (see the module doc); `disaggregate`:
+    consider prefill and decode pools apart too (plan/disaggregate.py)."""
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
     n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
@@ -295,6 +288,8 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
         why = ", ".join(f"{v} {k}" for k, v in pruned.items())
         return DeployOutcome(system, None, None, (), (), len(cands), pruned,
                              f"no candidate survives the roofline ({why})")
+    splits = split.split_candidates(system, ok) if disaggregate else []
+    ok += splits
     ok.sort(key=lambda x: (_bound_key(system, x[0], n_out, qps), -x[0].max_seqs))
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
@@ -318,10 +313,10 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     if progress is not None:
         progress.update(1)
     if best is None:
-        return DeployOutcome(system, None, base, tuple(sims), (), len(cands), pruned,
+        return DeployOutcome(system, None, base, tuple(sims), (), len(cands) + len(splits), pruned,
                              "no simulated candidate meets the SLOs at any rate")
     front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
-    return DeployOutcome(system, best, base, tuple(sims), front, len(cands), pruned,
+    return DeployOutcome(system, best, base, tuple(sims), front, len(cands) + len(splits), pruned,
                          verified=verify(model, system, best, workload, config, requests, seed, ic))
 
 
@@ -330,10 +325,12 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     their summed capacity (the search simulated one replica and added them up). None when a replica spans
     instances (nothing to add up)."""
     c = p.candidate
+    if isinstance(c, split.SplitCandidate):
+        return split.verify_split(p, workload, config, requests, seed)
     if c.replicas_per_instance <= 1:
         return None
-    d = inf.deployment(model, system, chips=c.tp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype, inference_calibration=ic)
+    d = inf.deployment(model, system, chips=c.tp * c.pp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
+                       kv_dtype=c.kv_dtype, inference_calibration=ic, ep=c.ep, pp=c.pp)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
     q = p.replica_qps * c.replicas_per_instance
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
@@ -350,8 +347,9 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
     kv = "fp16" if system.chip.kind == "cpu" else "bf16"
     c = Candidate(n, w, kv, config.max_seqs, 1, 1)
     for p in sims:
-        if p.candidate.tp == n and (p.candidate.weights, p.candidate.kv_dtype, p.candidate.max_seqs) == (w, kv,
-            c.max_seqs):
+        pc = p.candidate
+        same = (pc.tp, pc.pp, pc.ep, pc.weights, pc.kv_dtype, pc.max_seqs) == (n, 1, 1, w, kv, c.max_seqs)
+        if type(pc) is Candidate and same:
             return p
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))

@@ -253,9 +253,10 @@ def check_positive(**kw):
 
 def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_batch=None, global_batch=None,
                  recompute=None, sharding=None, sequence_parallel=None, dtype=None, schedule=None,
-                 batch_range=None, dtypes=None) -> search_mod.SearchSpace:
+                 batch_range=None, dtypes=None, etp=None) -> search_mod.SearchSpace:
     """A search space with the given fields pinned."""
-    check_positive(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch)
+    check_positive(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch, global_batch=global_batch,
+                   etp=etp or None)  # etp 0: as tp (Layout.etp)
     one = lambda v: None if v is None else (v,)
     rc, sh, dt, sc = (_enum(Recompute, recompute, "recompute"), _enum(Sharding, sharding, "sharding"),
                       _enum(Dtype, dtype, "dtype"), _enum(Schedule, schedule, "schedule"))
@@ -269,7 +270,7 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
         tp=one(tp), pp=one(pp), dp=one(dp), cp=one(cp), ep=one(ep), vp=one(vp), micro_batch=one(micro_batch),
         global_batch=one(global_batch), recompute=one(rc), sharding=one(sh),
         sequence_parallel=None if sequence_parallel is None else (int(bool(sequence_parallel)),),
-        dtype=dts, schedule=one(sc), batch_range=batch_range,
+        dtype=dts, schedule=one(sc), batch_range=batch_range, etp=one(etp),
     )
 
 
@@ -284,8 +285,10 @@ def _valid_divisors(n: int, limit: int, ok=lambda d: True) -> str:
 def _check_pinned(m: Model, system: System, layout: dict):
     """One sentence per pinned field that cannot work whatever the other fields are."""
     chip, node = system.chip, system.tp_domain
-    check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")})
+    check_positive(**{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")},
+                   etp=layout.get("etp") or None)
     tp, pp, cp, ep, vp = (layout.get(k) for k in ("tp", "pp", "cp", "ep", "vp"))
+    etp = layout.get("etp") or None
     if tp is not None:
         splits_kv = lambda d: m.kv_heads % d == 0 or d % m.kv_heads == 0
         valid_tp = _valid_divisors(m.heads, node, splits_kv)
@@ -310,6 +313,16 @@ def _check_pinned(m: Model, system: System, layout: dict):
         if m.moe.experts % ep:
             raise FlopcastError(f"`ep={ep}` must divide the {m.moe.experts} experts of {m.label} "
                                 f"(valid: {_valid_divisors(m.moe.experts, m.moe.experts)})")
+    if etp is not None:
+        if not m.moe and etp != tp:
+            raise FlopcastError(f"`etp={etp}`: {m.label} is a dense model (expert tensor parallelism needs experts); "
+                                "leave `etp` out")
+        if m.moe and m.moe.expert_ffn % etp:
+            raise FlopcastError(f"`etp={etp}` must divide the experts' width of {m.moe.expert_ffn} "
+                                f"(valid: {_valid_divisors(m.moe.expert_ffn, min(m.moe.expert_ffn, 64))})")
+        if etp > node:
+            raise FlopcastError(f"`etp={etp}` exceeds the {node} chips of one {system.id} node; expert tensor "
+                                "parallelism stays within a node, as tensor parallelism does")
     schedule = layout.get("schedule")
     if vp is not None and vp > 1:
         if schedule is not None and _enum(Schedule, schedule, "schedule") not in (Schedule.INTERLEAVED,
@@ -340,8 +353,10 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
         "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, "
                                                       f"micro-batch {layout.micro_batch}",
         "cp divides the sequence": f"cp={layout.cp}, sequence {model.seq_len}",
-        "ep is 1 for dense models and divides the experts and dp": f"ep={layout.ep}, dp={layout.dp}, "
-                                                                   f"experts={model.moe.experts if model.moe else 0}",
+        search_mod.EP_RULE: f"ep={layout.ep}, etp={layout.expert_tp}, tp={layout.tp}, cp={layout.cp}, "
+                            f"dp={layout.dp}, experts={model.moe.experts if model.moe else 0}",
+        search_mod.ETP_RULE: f"etp={layout.expert_tp}, tp={layout.tp}, sequence parallel "
+                             f"{'on' if layout.sequence_parallel else 'off'}",
         "tp x pp x dp x cp equals the chips": f"{layout.tp}x{layout.pp}x{layout.dp}x{layout.cp}={layout.chips}, "
                                               f"chips={chips}",
         "chips available": f"the layout needs {layout.chips} chips, the cluster has {chips}",
@@ -377,7 +392,8 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
-    sequence_parallel, dtype, schedule (enum members or their names).
+    sequence_parallel, dtype, schedule (enum members or their names), etp (the experts' tensor-parallel degree;
+    0 = tp; unset: searched among tp and 1 for MoE models).
     progress: a flopcast.progress.Progress that counts the searched candidates (optional).
     calibration: None (the shipped calibration), a Calibration, or the path of a file `flopcast calibrate` wrote.
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
@@ -398,9 +414,9 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     _check_pinned(m, system, layout)
     space = layout_space(**layout)
     pinned = space.pinned()
-    free = [k for k in Layout.__dataclass_fields__ if k not in pinned and not (k == "ep" and not m.moe)]
+    free = [k for k in Layout.__dataclass_fields__ if k not in pinned and not (k in ("ep", "etp") and not m.moe)]
     if not m.moe:
-        space = replace(space, ep=(1,))
+        space = replace(space, ep=(1,), etp=space.etp or (0,))
     degrees = [layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k)]
     if (len(degrees) == 4 and math.prod(degrees) != chips
             or len(degrees) == 3 and "dp" in layout and chips % math.prod(degrees)):

@@ -16,11 +16,13 @@ import numpy as np
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
-                              virtual_stages, virtual_stages_allowed)
+                              virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
 from .objectives import objective_score, step_score
+# EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
+from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .shared import SearchShare, SharedLayouts
 
 
@@ -41,6 +43,7 @@ class SearchSpace:
     sequence_parallel: tuple | None = None
     dtype: tuple | None = (Dtype.BF16,)
     schedule: tuple | None = None
+    etp: tuple | None = None  # expert tensor-parallel degrees; 0 = the layout's tp
     batch_range: tuple | None = None  # (min, max) global batch in sequences when global_batch is free
 
     def pinned(self) -> dict:
@@ -122,6 +125,7 @@ class _Choices:
     sequence_parallel: tuple
     dtype: tuple
     schedule: tuple
+    etp: tuple
 
     @property
     def per_schedule_pair(self) -> int:
@@ -155,6 +159,9 @@ def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _C
         # the all-to-all-overlapping schedules matter only where there is an expert-parallel all-to-all to hide
         schedule=space.schedule or ((Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
                                     + ((Schedule.ONE_F_ONE_B_OVERLAP, Schedule.DUALPIPE) if model.moe else ())),
+        # experts split like the attention (Megatron-Core's default) or not at all, their ep then folded over
+        # the attention's tp ranks (MoE Parallel Folding, Liu et al. 2025, arXiv:2504.14960)
+        etp=space.etp or ((0, 1) if model.moe else (0,)),
     )
 
 
@@ -183,7 +190,7 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
     pairs = _schedule_pairs(space, ch, len(base), tally)
     # the degree and batch rules, once per base row: each row stands for n_exp expanded candidates
     n_exp = len(pairs) * ch.per_schedule_pair
-    ok = _apply(_base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
+    ok = _apply(base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
                 tally.rejected, n_exp)
     tally.considered += int(np.count_nonzero(~ok)) * n_exp
     base = base[ok]
@@ -195,7 +202,8 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
 
 
 def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow_idle: bool, tally: _Tally) -> list:
-    """(tp, cp, pp, dp, global batch, micro-batch, ep) rows: every degree and batch choice with its dp degrees."""
+    """(tp, cp, pp, dp, global batch, micro-batch, ep, etp) rows: every degree and batch choice with its dp
+    degrees."""
     rows = []
     n_other = len(ch.vp) * len(ch.schedule) * ch.per_schedule_pair
     for tp, cp, pp, gb, mb in itertools.product(ch.tp, ch.cp, ch.pp, ch.global_batch, ch.micro_batch):
@@ -203,14 +211,16 @@ def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow
         if not dps:
             tally.reject("more chips than the cluster has", 1)
             continue
+        # etp = 1 is a choice of its own only where tp > 1 (with tp = 1 it is the default, 0)
+        etps = [e for e in ch.etp if space.etp or e != 1 or tp > 1]
         for dp in dps:
-            # expert parallelism lives inside data parallelism: only degrees dividing dp are candidates
-            eps = [e for e in ch.ep if dp % e == 0] if model.moe and not space.ep else list(ch.ep)
-            if len(eps) < len(ch.ep):
-                # each dropped ep stands for every combination of the remaining choices
-                tally.reject("ep is 1 for dense models and divides the experts and dp",
-                             (len(ch.ep) - len(eps)) * n_other)
-            rows += [(tp, cp, pp, dp, gb, mb, ep) for ep in eps]
+            # the expert layers fold etp x ep over the stage's tp x cp x dp ranks: only degrees dividing them
+            pairs = [(e, t) for e in ch.ep for t in etps
+                     if not model.moe or space.ep or (tp * cp * dp) % (e * (t or tp)) == 0]
+            if len(pairs) < len(ch.ep) * len(etps):
+                # each dropped pair stands for every combination of the remaining choices
+                tally.reject(EP_RULE, (len(ch.ep) * len(etps) - len(pairs)) * n_other)
+            rows += [(tp, cp, pp, dp, gb, mb, ep, etp) for ep, etp in pairs]
     return rows
 
 
@@ -247,73 +257,8 @@ def _expand(base: np.ndarray, pairs: list, ch: _Choices) -> LayoutBatch:
     flat = [g.ravel() for g in np.meshgrid(*grids, indexing="ij")]
     b = base[flat[0]]
     return LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
-                       ep=b[:, 6], vp=pair_arr[flat[1], 0], recompute=flat[2], sharding=flat[3],
+                       ep=b[:, 6], etp=b[:, 7], vp=pair_arr[flat[1], 0], recompute=flat[2], sharding=flat[3],
                        sequence_parallel=flat[4], dtype=flat[5], schedule=pair_arr[flat[1], 1])
-
-
-def _base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, chips: int | None, exact_chips: bool) -> dict:
-    """The rules that depend on the degrees and batches only (checked before the expansion)."""
-    used = tp * pp * dp * cp
-    experts = model.moe.experts if model.moe else 1
-    out = {
-        "tp divides the attention heads": (model.heads % tp == 0)
-        & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)),
-        "tp fits within one node": tp <= system.tp_domain,
-        "global batch divides into dp x micro-batch": (gb % (dp * mb) == 0) & (gb >= dp * mb),
-        "cp divides the sequence": model.seq_len % cp == 0,
-        "ep is 1 for dense models and divides the experts and dp": np.where(
-            model.moe is not None, (experts % ep == 0) & (dp % ep == 0), ep == 1),
-        "chips available": used <= (chips if chips else used),
-    }
-    if exact_chips and chips:
-        out["tp x pp x dp x cp equals the chips"] = used == chips
-    return out
-
-
-def _expanded_rules(model: Model, tp, pp, vp, schedule, sp, micro_batches=None, recompute=None) -> dict:
-    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches.
-
-    micro_batches: a function returning the micro-batches per step (computed only where DualPipe is asked for)."""
-    interleaved = schedule == Schedule.INTERLEAVED
-    overlap = schedule == Schedule.ONE_F_ONE_B_OVERLAP
-    dual = schedule == Schedule.DUALPIPE
-    any_overlap, any_dual = bool(overlap.any()), bool(dual.any())  # (the search's hot path has neither for dense)
-    if any_overlap:
-        staged, allowed = pp * virtual_stages(schedule, vp), virtual_stages_allowed(schedule, vp, pp)
-    else:
-        staged, allowed = pp * np.where(interleaved, vp, 1), np.where(interleaved, (vp > 1) & (pp > 1), vp == 1)
-    everywhere = np.ones(np.shape(schedule), dtype=bool)
-    dual_ok = everywhere
-    if any_dual:
-        m = micro_batches() if micro_batches is not None else None
-        dual_ok = ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp))))
-    out = {
-        "pp x vp does not exceed the layers": staged <= model.layers,
-        "vp > 1 only with the interleaved schedule, which needs pp > 1": allowed,
-        "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
-        # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number
-        # (deepseek-ai/DualPipe: num_chunks % 2 == 0 and num_chunks >= num_ranks * 2, num_ranks even)
-        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches": dual_ok,
-    }
-    if recompute is not None:
-        # Megatron-Core's combined 1F1B does not run with full activation recomputation (its developer guide,
-        # "Combined 1F1B: Expert-Parallel All-to-All Overlap", compatibility)
-        out["1f1b-overlap does not run with full recomputation"] = (
-            ~overlap | (recompute != Recompute.FULL) if any_overlap else everywhere)
-    return out
-
-
-def _micro_batches(lb: LayoutBatch):
-    return lambda: lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
-
-
-def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
-    """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
-    out = _base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, chips,
-                      exact_chips)
-    out.update(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
-                               lb.recompute))
-    return out
 
 
 def rejection_summary(rejected: dict) -> str:
@@ -363,8 +308,8 @@ def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_i
     if lb.size == 0:
         return lb, rejected, considered, {}
     ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(_expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, _micro_batches(lb),
-                                lb.recompute), ok, rejected)
+    ok = _apply(expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, micro_batches_of(lb),
+                                lb.recompute, lb.etp), ok, rejected)
     dtypes = {}
     for d in np.unique(lb.dtype):
         dtypes[int(d)] = int(np.count_nonzero(ok & (lb.dtype == d)))

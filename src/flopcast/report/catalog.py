@@ -6,7 +6,8 @@ from ..cost.params import active_params, total_params
 from ..errors import FlopcastError
 from ..model import hf
 from ..model.system import Dtype
-from ..units import GiB, fmt
+from ..units import GiB
+from .text_table import Column, fold, render
 from ..catalog import (read_file, close_matches, entry, file_kind, is_file, load_chip, load_model, load_system, names,
                        raw,
                resolve_name, sources, system_for)
@@ -14,25 +15,23 @@ from ..catalog import (read_file, close_matches, entry, file_kind, is_file, load
 
 def _model_row(key):
     m = load_model(key)
-    p = total_params(m)
-    params = f"{p / 1e9:.1f}B" + (f" ({active_params(m) / 1e9:.1f}B active)" if m.moe else "")
-    return [key, m.name, params, str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}", str(m.seq_len)]
+    active = f"{active_params(m) / 1e9:,.1f}B" if m.moe else ""
+    return [key, f"{total_params(m) / 1e9:,.1f}B", active, m.layers, m.hidden, f"{m.heads}/{m.kv_heads}", m.seq_len,
+            m.name]
 
 
 def _chip_row(key):
     c = load_chip(key)
     bf16 = c.peak_flops.get(Dtype.BF16)
-    return [key, c.name, fmt(bf16, "FLOP/s") if bf16 else "n/a", f"{c.memory / GiB:.0f} GiB" if c.memory
-            else "per instance",
-            fmt(c.memory_bandwidth, "B/s"), f"{c.power:.0f} W" if c.power else "n/a"]
+    return [key, bf16 / 1e12 if bf16 else None, c.memory / GiB if c.memory else "per instance",
+            c.memory_bandwidth / 1e9, c.power, c.name]
 
 
 def _system_row(key):
     s = load_system(key)
     out = s.tiers[-1] if len(s.tiers) > 1 else None
-    price = f"{s.price_per_hour:.2f} USD/h" if s.price_per_hour else "n/a"
-    return [key, s.chip.id, str(s.chips_per_node), fmt(out.bandwidth * 8, "bit/s") if out else "n/a",
-            f"{s.max_chips:,}", price]
+    return [key, s.chip.id, s.chips_per_node, out.bandwidth * 8 / 1e9 if out else None, s.max_chips,
+            s.price_per_hour or None]
 
 
 def listing() -> str:
@@ -190,12 +189,12 @@ def entry_text(name: str) -> str:
         lines.append(f"  parameters (computed from the dimensions): {e['computed_params'] / 1e9:.2f}B"
                      + (f", {e['computed_active_params'] / 1e9:.2f}B active per token"
                         if e["computed_active_params"] != e["computed_params"] else ""))
-    width = max(len(f["field"]) for f in e["fields"]) if e["fields"] else 10
-    for f in e["fields"]:
-        val = "unknown" if f["value"] is None else f["value"]
-        lines.append(f"  {f['field']:<{width}}  {str(val):<22} [{f['source']}]" + (f"  {f['note']}" if f["note"]
-            else ""))
+    rows = [[f["field"], "unknown" if f["value"] is None else str(f["value"]), f"[{f['source']}]", f["note"] or ""]
+            for f in e["fields"]]
+    columns = [Column("field", text=True), Column("value", decimal=False), Column("source", text=True),
+               Column("note", text=True)]
+    lines += render(columns, rows, indent="  ", header=False)
     lines.append("sources:")
     for sid, s in e["sources"].items():
-        lines.append(f"  [{sid}] {s.get('title', '')}. {s.get('url', '')} ({s.get('date', 'undated')})")
+        lines += fold(f"  [{sid}] {s.get('title', '')}. {s.get('url', '')} ({s.get('date', 'undated')})")
     return "\n".join(lines)

@@ -175,8 +175,11 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
     rows = [(f"{q:.3g}", f"{r.output_tokens_per_s:,.0f}", _fmt(r.ttft_s["p90"] and r.ttft_s["p90"] * 1e3, "ms"),
              _fmt(r.tpot_s["p90"] and r.tpot_s["p90"] * 1e3, "ms"), _fmt(r.e2e_s["p50"], "s"),
              f"{100 * r.slo_attainment:.0f}") for q, r in pts]
-    head = (f"{d.model.label} on {config.replicas} x {d.system.id} replica(s), tp {d.tp}, {d.weights.name}, "
-            f"{config.scheduler.value} batching")
+    if hasattr(d, "prefill"):  # disaggregated (simulate/serving/disagg.Disaggregated)
+        head = f"{d.prefill.model.label} on {d.prefill.system.id}, {d.label}, {d.prefill.weights.name}"
+    else:
+        head = (f"{d.model.label} on {config.replicas} x {d.system.id} replica(s), tp {d.tp}, {d.weights.name}, "
+                f"{config.scheduler.value} batching")
     rep = Report(title or f"flopcast serve: {head}")
     return rep.add("Latency against throughput",
                    f"{requests} requests per rate, input {input_tokens} and output {output_tokens} tokens, seed "
@@ -184,6 +187,30 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
                    header=["offered (requests/s)", "output tokens/s", "TTFT p90", "TPOT p90", "e2e p50", "SLO met (%)"],
                    rows=rows, figures=[plots.serving_figure(pts, config.slo_ttft_s, config.slo_tpot_s, title=head,
                                                             marked_qps=marked_qps)])
+
+
+def deploy_report(res, title: str | None = None) -> Report:
+    """The report of `flopcast deploy`: every simulated deployment per system, and the throughput/TPOT figure."""
+    from . import plots
+
+    cfg = res.config
+    rows = []
+    for sid, o in res.systems.items():
+        for p in o.simulated:
+            r = p.result
+            rows.append((sid, p.candidate.label + (" (best)" if p is o.best else ""), f"{p.qps:,.1f}",
+                         f"{p.output_tokens_per_s_per_chip:,.0f}",
+                         _fmt(r.ttft_s["p50"] and r.ttft_s["p50"] * 1e3, "ms"),
+                         _fmt(r.tpot_s["p50"] and r.tpot_s["p50"] * 1e3, "ms"),
+                         _fmt(p.cost_per_million_output_tokens_usd, "USD"),
+                         f"{p.chip_hours_per_million_output_tokens:.3f}"))
+    head = (f"{res.model.label} at TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms / TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
+            f"(90% of requests), {res.workload_label}")
+    rep = Report(title or f"flopcast deploy: {head}")
+    return rep.add("Simulated deployments", head + ".",
+                   header=["system", "deployment", "requests/s", "output tok/s per chip", "TTFT p50", "TPOT p50",
+                           "per M output tokens", "chip-h per M"],
+                   rows=rows, figures=[plots.deploy_figure(list(res.systems.values()), cfg.slo_tpot_s)])
 
 
 def load_rates(center: float, factors=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)) -> list:

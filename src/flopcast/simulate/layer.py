@@ -121,11 +121,26 @@ def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, 
     return t, flops, compute.UNFUSED_BACKWARD_FACTOR
 
 
+def _replicated(x: dict):
+    """Where the tp ranks hold the same tokens at the MoE layer (no sequence parallelism) and the experts split like
+    the attention (etp = tp): each rank routes all of them and computes its 1/tp of every expert, as a dense MLP."""
+    return ~x["sp"] & (x["etp"] == x["tp"])
+
+
+def _expert_tokens(x: dict):
+    """Tokens of the micro-batch whose routed copies one rank's experts compute a share of: its own T / tp (sequence
+    parallel) gathered over the etp ranks of its expert tensor-parallel group, or all T where replicated."""
+    own = x["T"] / np.where(x["sp"], x["tp"], 1.0)
+    return np.where(_replicated(x), own, own * x["etp"])
+
+
 def _mlp(g: _Gemms, model: Model, cal: Calibration, x: dict, moe_layer: bool):
     """The dense MLP, or the router, routed and shared experts; returns the elements per token the
     elementwise kernels touch (activations and permutes). The busiest expert-parallel rank computes
-    moe.load_factor times the balanced mean of routed tokens."""
-    tp, ep, T, h = x["tp"], x["ep"], x["T"], model.hidden
+    moe.load_factor times the balanced mean of routed tokens. The experts split etp ways (MoE Parallel Folding,
+    Liu et al. 2025, arXiv:2504.14960): each of the etp ranks computes its 1/etp of every token its experts
+    receive, etp x those of its own tp shard (`_expert_tokens`)."""
+    tp, ep, etp, T, h = x["tp"], x["ep"], x["etp"], x["T"], model.hidden
     gated = 2 if model.mlp == Mlp.SWIGLU else 1
     if not moe_layer:
         g.add(T, model.ffn_hidden * gated / tp, h)
@@ -133,11 +148,14 @@ def _mlp(g: _Gemms, model: Model, cal: Calibration, x: dict, moe_layer: bool):
         return memory.mlp_activation_elems(h, model.ffn_hidden, model.mlp)
     e = model.moe
     g.add(T, e.experts, h)  # router
-    tokens_per_expert = T * e.topk * ep / e.experts * e.load_factor
-    g.add(tokens_per_expert, e.expert_ffn * gated / tp, h, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
-    g.add(tokens_per_expert, h, e.expert_ffn / tp, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
+    tokens_per_expert = _expert_tokens(x) * e.topk * ep / e.experts * e.load_factor
+    g.add(tokens_per_expert, e.expert_ffn * gated / etp, h, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
+    g.add(tokens_per_expert, h, e.expert_ffn / etp, count=e.experts / ep, efficiency_scale=cal.grouped_gemm)
     shared = e.shared_ffn or e.shared_experts * e.expert_ffn
-    elems = e.topk * (memory.mlp_activation_elems(h, e.expert_ffn, model.mlp) + 4 * h)  # + permutes
+    # per token of the micro-batch, split by tp in _elementwise_time: the rank's routed copies' activations (1/etp
+    # of each) and permutes (whole rows)
+    share = _expert_tokens(x) * tp / T
+    elems = e.topk * (memory.mlp_activation_elems(h, e.expert_ffn, model.mlp) / etp + 4 * h) * share
     if shared:
         g.add(T, shared * gated / tp, h)
         g.add(T, h, shared / tp)
@@ -164,14 +182,17 @@ def _mlp_elementwise_time(model: Model, chip, fam, cal: Calibration, x: dict, ac
                                bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
 
 
-def _tp_comm(model: Model, system: System, cal: Calibration, x: dict):
+def _tp_comm(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool):
     """Tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
-    (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2)."""
+    (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2). An MoE layer's MLP half is the expert
+    tensor-parallel gather and scatter around its experts instead (`_ep_comm`), but where the tokens are
+    replicated over tp, whose experts' partial outputs are all-reduced as a dense MLP's."""
     tp, act_bytes = x["tp"], x["T"] * model.hidden * memory.ACT_BYTES
     ar = comm.collective_time(Collective.ALL_REDUCE, act_bytes, tp, 1, system, cal)
     agrs = (comm.collective_time(Collective.ALL_GATHER, act_bytes, tp, 1, system, cal)
             + comm.collective_time(Collective.REDUCE_SCATTER, act_bytes, tp, 1, system, cal))
-    return 4.0 * np.where(x["sp"], agrs, ar)
+    halves = np.where(_replicated(x), 4.0, 2.0) if moe_layer else 4.0
+    return halves * np.where(x["sp"], agrs, ar)
 
 
 def _cp_comm(model: Model, system: System, cal: Calibration, x: dict, attn_fwd, attn_bwd_factor):
@@ -189,15 +210,28 @@ def _ep_comm(model: Model, system: System, cal: Calibration, x: dict):
     hierarchically (comm.dispatch_time), FP8 payload in the dispatch direction when training in FP8."""
     e = model.moe
     tokens = x["T"] / np.where(x["sp"], x["tp"], 1.0) * e.load_factor
-    stride = x["tp"] * x["cp"]
+    stride = x["etp"]  # the expert-parallel group's ranks lie etp apart (Megatron-Core's expert rank order)
     limited = dict(groups=e.groups, topk_groups=e.topk_groups)
     combine = comm.dispatch_time(tokens, model.hidden * memory.ACT_BYTES, e.topk, x["ep"], stride, system, cal,
                                  **limited)
+    gather = _etp_comm(model, system, cal, x)
     if not (e.groups and e.topk_groups) or not np.any(x["fp8"]):
-        return 4.0 * combine
+        return 4.0 * combine + gather
     dispatch_bytes = np.where(x["fp8"], FP8_DISPATCH_BYTES, memory.ACT_BYTES) * model.hidden
     dispatch = comm.dispatch_time(tokens, dispatch_bytes, e.topk, x["ep"], stride, system, cal, **limited)
-    return 2.0 * (combine + dispatch)
+    return 2.0 * (combine + dispatch) + gather
+
+
+def _etp_comm(model: Model, system: System, cal: Calibration, x: dict):
+    """The expert tensor-parallel group's all-gather of the tokens its experts received and the reduce-scatter of
+    their outputs, forward, and the reverse pair backward (Megatron-Core MoEAlltoAllTokenDispatcher: gather and
+    reduce-scatter over the expert tensor-parallel group after the dispatch and before the combine); none where the
+    tokens are replicated over tp."""
+    e = model.moe
+    nbytes = _expert_tokens(x) * e.topk * e.load_factor * model.hidden * memory.ACT_BYTES
+    pair = (comm.collective_time(Collective.ALL_GATHER, nbytes, x["etp"], 1, system, cal)
+            + comm.collective_time(Collective.REDUCE_SCATTER, nbytes, x["etp"], 1, system, cal))
+    return np.where(_replicated(x), 0.0, 2.0 * pair)
 
 
 def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool, sliding: bool,
@@ -229,4 +263,5 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
     return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, g.flops + attn_flops, attn_flops,
-                 _tp_comm(model, system, cal, x), _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor), ep_comm)
+                 _tp_comm(model, system, cal, x, moe_layer), _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor),
+                 ep_comm)

@@ -31,9 +31,9 @@ GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allred
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
 # The layout fields a layer's times depend on (everything `layer_times` reads through `x`).
-LAYER_FIELDS = ("tp", "cp", "ep", "micro_batch", "sequence_parallel", "dtype")
+LAYER_FIELDS = ("tp", "cp", "ep", "etp", "micro_batch", "sequence_parallel", "dtype")
 # The layout fields the data-parallel collectives depend on (parameters per stage and the groups).
-DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vp", "schedule")
+DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "schedule")
 
 
 # Share of the linear-layer GEMM FLOPs a 4-bit recipe keeps in BF16: NVIDIA's NVFP4 pretraining recipe runs
@@ -92,7 +92,7 @@ class _Ctx:
     cal: Calibration
     software: Software
     lb: LayoutBatch
-    f: dict  # tp, pp, dp, cp, ep, vp, micro_batch, global_batch as floats
+    f: dict  # tp, pp, dp, cp, ep, etp (resolved), vp, micro_batch, global_batch as floats
     x: dict  # the per-layout inputs of the layer times
     m: np.ndarray  # micro-batches per step
     v: np.ndarray  # virtual stages the schedule runs
@@ -111,12 +111,14 @@ class _Ctx:
 def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
     fam = cal.for_chip(system.chip)
     f = {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
+    f["etp"] = lb.expert_tp.astype(float)
     tp, dtype = f["tp"], lb.dtype
     peak_nominal, peak_gemm, peak_attn = _peaks(system.chip, dtype)
     # fp8: GEMMs in any narrow format (FP8, INT8, NVFP4, MXFP4); every one takes the family's fitted
     # low-precision (FP8) GEMM efficiency, no FP4 or INT8 training run being in the calibration data
     quantized = np.isin(dtype, QUANTIZED_CODES)
-    x = dict(tp=tp, cp=f["cp"], ep=f["ep"], b=f["micro_batch"], sp=lb.sequence_parallel.astype(bool) & (tp > 1),
+    x = dict(tp=tp, cp=f["cp"], ep=f["ep"], etp=f["etp"], b=f["micro_batch"],
+             sp=lb.sequence_parallel.astype(bool) & (tp > 1),
              T=f["micro_batch"] * model.seq_len / f["cp"], peak_gemm=peak_gemm, peak_attn=peak_attn,
              peak_nominal=peak_nominal, gemm_eff=np.where(quantized, fam.gemm_fp8, fam.gemm), fp8=quantized,
              operand_bytes=GEMM_BYTES[dtype])
@@ -252,11 +254,17 @@ def _pipeline_parts(c: _Ctx, lt: dict, st: dict, t_embed, t_logits) -> dict:
     return parts
 
 
+def expert_dp(f: dict):
+    """Expert data-parallel degree: the stage's tp x cp x dp ranks over etp x ep (MoE Parallel Folding, Liu et al.
+    2025, arXiv:2504.14960, sec. 3), at least 1."""
+    return np.maximum(f["tp"] * f["cp"] * f["dp"] / (f["etp"] * f["ep"]), 1.0)
+
+
 def _stage_params(c: _Ctx, stage_layers) -> tuple[np.ndarray, np.ndarray, float]:
     """(dense, expert) parameters a chip holds before data-parallel sharding on the busiest stage, and one
     dense layer's. The first and last stages each hold one vocab x hidden matrix (with pp = 1 one stage holds
     both, one if tied); the last also the multi-token-prediction modules. DualPipe holds two stages."""
-    model, L, pp, tp, ep = c.model, c.model.layers, c.f["pp"], c.f["tp"], c.f["ep"]
+    model, L, pp, tp, ep, etp = c.model, c.model.layers, c.f["pp"], c.f["tp"], c.f["ep"], c.f["etp"]
     layer_dense = params.layer_params(model, False)
     n_moe = model.moe_layers
     routed, layer_moe_nonexpert = 0.0, 0.0
@@ -266,11 +274,11 @@ def _stage_params(c: _Ctx, stage_layers) -> tuple[np.ndarray, np.ndarray, float]
     share = stage_layers / L
     embed = model.vocab * model.hidden * np.where(pp > 1, 1.0, 1.0 if model.tied_embeddings else 2.0)
     dense = (share * (model.dense_layers * layer_dense + n_moe * layer_moe_nonexpert) + embed) / tp
-    expert = share * n_moe * routed / (ep * tp)
+    expert = share * n_moe * routed / (ep * etp)
     if model.mtp_layers:
         mtp_routed = model.mtp_layers * routed if n_moe else 0.0
         dense = dense + (params.mtp_params(model) - mtp_routed) / tp
-        expert = expert + mtp_routed / (ep * tp)
+        expert = expert + mtp_routed / (ep * etp)
     copies = np.where(c.lb.schedule == Schedule.DUALPIPE, 2.0, 1.0)
     return dense * copies, expert * copies, layer_dense
 
@@ -279,7 +287,8 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     """Exposed data-parallel communication and the optimizer step (Rajbhandari et al. 2020)."""
     system, cal, sw, sharding = c.system, c.cal, c.software, c.lb.sharding
     tp, dp, cp, ep, T = c.f["tp"], c.f["dp"], c.f["cp"], c.f["ep"], c.x["T"]
-    dp_stride, edp, edp_stride = tp * cp, np.maximum(dp / ep, 1.0), tp * cp * ep
+    edp, edp_stride = expert_dp(c.f), c.f["etp"] * ep
+    dp_stride = tp * cp
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
     u, inverse_d = _distinct(c.lb, DP_FIELDS, c.dedupe)
 
@@ -323,15 +332,15 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
 def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes) -> dict:
     """Bytes per chip on the busiest stage: weights, gradients, optimizer states, activations, other."""
     model, lb, T, h = c.model, c.lb, c.x["T"], c.model.hidden
-    tp, dp, ep, L = c.f["tp"], c.f["dp"], c.f["ep"], model.layers
+    tp, dp, L = c.f["tp"], c.f["dp"], model.layers
     w_bytes, g_bytes, o_bytes = memory.state_bytes_per_param(lb.dtype)
-    weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, ep, lb.sharding,
+    weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, expert_dp(c.f), lb.sharding,
                                                dtype_weight_bytes=w_bytes, grad_bytes=g_bytes, optimizer_bytes=o_bytes)
     fp8 = c.x["fp8"]
 
     def act(rc):
         return sum(n * memory.layer_activation_bytes(model, model.seq_len / c.f["cp"], c.f["micro_batch"], tp,
-                                                     sp=c.x["sp"], recompute=rc, moe_layer=is_moe,
+                                                     sp=c.x["sp"], recompute=rc, moe_layer=is_moe, etp=c.f["etp"],
                                                      flash=c.software.flash_attention, fp8=fp8,
                                                      quantized_bytes=c.x["operand_bytes"])
                    for n, is_moe, _ in kinds) / L

@@ -5,8 +5,9 @@ Elasticity is d ln t / d ln x between neighbouring swept values of one knob x wi
 the scenario the same (its best layout found anew at each point), t the time per trained token (the
 step time over the tokens of a step: the best layouts of two points may differ in global batch, so
 their step times alone do not compare): -1 means the time falls in proportion (the knob is the
-bottleneck), 0 that the knob does not matter there. Nothing here recomputes
-a forecast; every number is read from the rows.
+bottleneck), 0 that the knob does not matter there. In a serving sweep t is the chip time per output token
+at the SLOs (1 / output tokens/s per chip of the best deployment) and the heatmaps show the cost per million
+output tokens. Nothing here recomputes a forecast; every number is read from the rows.
 """
 
 from __future__ import annotations
@@ -19,11 +20,22 @@ from ..report.plots import CYCLE, Chart, matplotlib_figure
 from ..units import DAY, fmt
 from .hardware import KNOBS
 
+SERVING_KEYS = ("slo_ttft_s", "slo_tpot_s", "input_tokens", "output_tokens", "qps")
+
 MAX_PANELS = 6
 
 
 def _ok(rows) -> list:
-    return [r for r in rows if r.get("status") == "ok" and r.get("step_time_s")]
+    return [r for r in rows if r.get("status") == "ok" and (r.get("step_time_s") or _serving(r))]
+
+
+def _serving(r: dict) -> bool:
+    return bool(r.get("output_tokens_per_s_per_chip"))
+
+
+def _time(r: dict) -> float:
+    """Time per token: per trained token (training), chip time per output token at the SLOs (serving)."""
+    return 1.0 / (r["output_tokens_per_s_per_chip"] if _serving(r) else r["tokens_per_s"])
 
 
 def knobs(rows) -> list:
@@ -39,7 +51,7 @@ def knobs(rows) -> list:
 
 def _context(r: dict, skip: tuple) -> tuple:
     """Everything that names a scenario, but the knobs in `skip`."""
-    keys = ("model", "system", "chips", "tokens", "seq_len", "objective", "layout_pins")
+    keys = ("model", "system", "chips", "tokens", "seq_len", "objective", "layout_pins", *SERVING_KEYS)
     wi = tuple(sorted((k, r[k]) for k in r if k.startswith("what_if.") and k.split(".", 1)[1] not in skip))
     return tuple(r.get(k) for k in keys) + wi
 
@@ -50,7 +62,7 @@ def elasticities(rows, knob: str) -> list:
     for r in _ok(rows):
         x = r.get(f"{knob}_si")
         if x:
-            groups.setdefault(_context(r, (knob,)), []).append((x, 1.0 / r["tokens_per_s"], r["model"]))
+            groups.setdefault(_context(r, (knob,)), []).append((x, _time(r), r["model"]))
     out = []
     for pts in groups.values():
         pts.sort()
@@ -92,13 +104,20 @@ def sensitivity_figure(rows) -> Chart | None:
     ax.set_xlabel("elasticity of time per token, d ln t / d ln x (median over the swept pairs)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, axis="x")
-    cap = ("t is the time per trained token (step time / tokens per step). -1 (dashed): t falls in proportion to the "
+    cap = ("t is the time per trained token (step time / tokens per step), or in a serving sweep the chip time per "
+           "output token at the SLOs. -1 (dashed): t falls in proportion to the "
            "knob (the bottleneck); 0: the knob does not matter. Each pair of neighbouring swept values with "
            "everything else equal, the best layout found anew at each.")
-    return Chart("sweep-sensitivity", "Sensitivity of training time to each swept hardware number", fig, cap)
+    return Chart("sweep-sensitivity", "Sensitivity of time per token to each swept hardware number", fig, cap)
 
 
 def _metric(rows) -> tuple[str, str, callable]:
+    if all(_serving(r) for r in rows):
+        if all(r.get("cost_per_million_output_tokens_usd") for r in rows):
+            return ("cost_per_million_output_tokens_usd", "USD per million output tokens at the SLOs",
+                    lambda r: r["cost_per_million_output_tokens_usd"])
+        return ("chip_hours_per_million_output_tokens", "chip-hours per million output tokens at the SLOs",
+                lambda r: r["chip_hours_per_million_output_tokens"])
     if all(r.get("time_to_train_s") for r in rows):
         return "time_to_train_days", "time to train (days)", lambda r: r["time_to_train_s"] / DAY
     return "step_time_s", "step time (s)", lambda r: r["step_time_s"]
@@ -113,18 +132,19 @@ def heatmap_figures(rows) -> list:
         return []
     kx, ky = ks
     first = {c: ok[0].get(c) for c in ok[0] if c.startswith("what_if.") and c.split(".", 1)[1] not in ks}
-    first.update({c: ok[0].get(c) for c in ("tokens", "seq_len", "objective", "layout_pins")})
+    first.update({c: ok[0].get(c) for c in ("tokens", "seq_len", "objective", "layout_pins", *SERVING_KEYS)})
     out = []
     for model, system in list(dict.fromkeys((r["model"], r["system"]) for r in ok))[:MAX_PANELS]:
         sel = [r for r in ok if r["model"] == model and r["system"] == system and all(r.get(c) == v for c,
             v in first.items())]
         if not sel:
             continue
-        chips = max(r["chips"] for r in sel)
-        sel = [r for r in sel if r["chips"] == chips]
-        title = f"{model} on {system}, {chips:,} chips"
-        out.append(_heatmap(sel, kx, ky, title, *_metric(sel)[1:]))
-        if all(r.get("cost_usd") is not None for r in sel):
+        chips = max(r["chips"] or 0 for r in sel)
+        sel = [r for r in sel if (r["chips"] or 0) == chips]
+        title = f"{model} on {system}, {chips:,} chips" if chips else f"{model} on {system}"
+        name, label, value = _metric(sel)
+        out.append(_heatmap(sel, kx, ky, title, label, value, "cost" if name.endswith("tokens_usd") else "time"))
+        if all(r.get("cost_usd") is not None for r in sel) and not _serving(sel[0]):
             out.append(_heatmap(sel, kx, ky, title, "cost to train (USD)", lambda r: r["cost_usd"], "cost"))
     return [c for c in out if c is not None]
 
@@ -155,7 +175,8 @@ def _heatmap(rows, kx, ky, title, label, value, what: str = "time") -> Chart | N
     ax.set_ylabel(ky)
     fig.colorbar(im, ax=ax, label=label)
     name = f"sweep-heatmap-{what}-" + title.split(",")[0]
-    return Chart(name, f"{label.capitalize()}: {title}", fig, "Each cell is one scenario with its best layout; "
+    heading = label[:1].upper() + label[1:]
+    return Chart(name, f"{heading}: {title}", fig, "Each cell is one scenario with its best layout; "
                  "blank cells had no layout that fits or failed.")
 
 

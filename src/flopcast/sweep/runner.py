@@ -2,8 +2,9 @@
 share a layout search, stream the rows into a journal as they finish, and write the table.
 
 The forecast itself is passed in (`forecast`: flopcast.api.train, `resolve_model`:
-flopcast.api.resolve_model), so this layer depends on nothing above it and a sweep's rows
-are exactly what `flopcast train` prints for the same scenario.
+flopcast.api.resolve_model; `serve`: one system's deployment search as `flopcast deploy --json` prints it),
+so this layer depends on nothing above it and a sweep's rows are exactly what `flopcast train` (or
+`flopcast deploy`) prints for the same scenario.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import FlopcastError
 from ..plan.shared import SearchShare, speeds
 from ..units import fmt_duration
 from . import executors, hardware, table
+from . import serving as sv
 from .spec import Scenario, Sweep
 
 TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022 (Chinchilla): ~20 training tokens per parameter, as `train` assumes
@@ -74,8 +76,10 @@ class SweepRun:
                 "out": None if self.out is None else str(self.out)}
 
 
-def evaluate(task: Task, forecast: Callable) -> list:
+def evaluate(task: Task, forecast: Callable, serve: Callable | None = None) -> list:
     """The rows of one task (runs in a worker): each scenario's forecast, or its error as a row."""
+    if task.items and task.items[0].scenario.serve is not None:
+        return [_serving_row(task.model, it, serve) for it in task.items]
     shared = SearchShare()
     rows = []
     # the fastest variants first: their step times bound the slower ones' (plan/shared.py)
@@ -97,6 +101,22 @@ def evaluate(task: Task, forecast: Callable) -> list:
             row.update(table.error_columns("failed", executors.error_text(exc)))
         rows.append(row)
     return rows
+
+
+def _serving_row(model, it: Item, serve: Callable | None) -> dict:
+    """One serving scenario's row: the deployment search on its (what-if) system, or why there is none."""
+    row = table.key_columns(it.scenario, it.system, it.resolved)
+    if it.problem:
+        return {**row, **table.error_columns("invalid", it.problem)}
+    if serve is None:
+        return {**row, **table.error_columns("failed", "this sweep was run without a serving forecast")}
+    try:
+        row.update(sv.result_columns(serve(model, it.system, it.scenario.serve)))
+    except FlopcastError as exc:
+        row.update(table.error_columns("invalid", executors.error_text(exc)))
+    except Exception as exc:  # one scenario's bug is its row, not the sweep's end
+        row.update(table.error_columns("failed", executors.error_text(exc)))
+    return row
 
 
 def _models(sweep: Sweep, resolve_model: Callable) -> dict:
@@ -137,11 +157,12 @@ def tasks(sweep: Sweep, todo: list, resolve_model: Callable, workers: int) -> li
         model = models[s.model]
         tokens = s.tokens or (s.tokens_per_param or TOKENS_PER_PARAM) * total_params(model)
         item = Item(s, system, tokens, resolved, problem)
-        groups.setdefault((s.model, s.system, s.chips, s.seq_len, s.layout), []).append(item)
+        groups.setdefault((s.model, s.system, s.chips, s.seq_len, s.layout, s.serve is None), []).append(item)
     size = max(MIN_GROUP, min(MAX_GROUP, math.ceil(len(todo) / max(1, workers * TASKS_PER_WORKER))))
     out = []
-    for (ref, *_), items in groups.items():
-        chunk = math.ceil(len(items) / math.ceil(len(items) / size))  # even parts
+    for (ref, *_, training), items in groups.items():
+        # a deployment search takes seconds and shares nothing with another: one per task balances the load
+        chunk = math.ceil(len(items) / math.ceil(len(items) / size)) if training else 1  # even parts
         for i in range(0, len(items), chunk):
             out.append(Task(models[ref], tuple(items[i:i + chunk])))
     return out
@@ -155,8 +176,8 @@ def _existing(out: Path | None, resume: bool) -> dict:
     return {k: r for k, r in rows.items() if r.get("status") in table.DONE}
 
 
-def run_sweep(sweep: Sweep, *, resolve_model: Callable, forecast: Callable, out=None, engine="local",
-              workers: int | None = None, address: str | None = None, resume: bool = True,
+def run_sweep(sweep: Sweep, *, resolve_model: Callable, forecast: Callable, serve: Callable | None = None, out=None,
+              engine="local", workers: int | None = None, address: str | None = None, resume: bool = True,
               progress=None) -> SweepRun:
     """Run the scenarios not already in `out` (all of them with resume=False); write `out` (.parquet/.csv)."""
     engine = executors.Engine.parse(engine)
@@ -170,7 +191,7 @@ def run_sweep(sweep: Sweep, *, resolve_model: Callable, forecast: Callable, out=
     start = time.perf_counter()
     if progress is not None:
         progress.add_total(len(todo))
-    fn = functools.partial(evaluate, forecast=forecast)
+    fn = functools.partial(evaluate, forecast=forecast, serve=serve)
     with (journal.open("a", encoding="utf-8") if journal else _NoFile()) as log:
         for outcome in executors.run(work, fn, engine=engine, workers=workers, address=address):
             rows = outcome.value if outcome.ok else _failed(work[outcome.index], outcome.error)

@@ -1,4 +1,4 @@
-"""The sweep file: a grid of training scenarios, declared with pydantic and checked when it is read.
+"""The sweep file: a grid of training (or serving) scenarios, declared with pydantic and checked when it is read.
 
     models: [llama3-8b, my-model.yaml, path/to/config.json]
     systems: [trn2.48xlarge, p5.48xlarge]
@@ -10,8 +10,9 @@
       peak_flops.bf16: [667 TFLOP/s, 1.3 PFLOP/s]
     objective: throughput                   # or a list: throughput, cost, energy, time_with_failures
 
-Every scenario is the product of one value of each list. The schema and every field's
-meaning are in docs/sweep.md.
+or, instead of chips, tokens, layout and objective, a `serving:` block of SLOs and workloads (sweep/serving.py):
+each scenario is then a deployment search at those targets. Every scenario is the product of one value of each
+list. The schema and every field's meaning are in docs/sweep.md.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..errors import FlopcastError
 from ..model.strategy import LAYOUT_FIELDS
 from ..units import parse_count
 from . import hardware
+from . import serving as sv
 
 MAX_SCENARIOS = 1_000_000  # a bound on the grid a file may declare (the product of its lists)
 
@@ -82,14 +84,14 @@ class SweepFile(BaseModel):
     name: str = ""
     models: list[str] = Field(min_length=1)
     systems: list[str] = Field(min_length=1)
-    chips: Values
+    chips: Values | None = None
     tokens: Values | None = None
     tokens_per_param: float | None = Field(default=None, gt=0, le=1e6)
     seq_len: list[int] | int | None = None
     layout: dict[str, Any] | list[dict[str, Any]] = Field(default_factory=dict)
     what_if: dict[str, Values] = Field(default_factory=dict)
-    objective: Objective | list[Objective] = "throughput"
-    serving: Any = None
+    objective: Objective | list[Objective] | None = None
+    serving: sv.ServingBlock | None = None
 
     @field_validator("models", "systems", mode="before")
     @classmethod
@@ -99,7 +101,13 @@ class SweepFile(BaseModel):
     @model_validator(mode="after")
     def _checks(self):
         if self.serving is not None:
-            raise ValueError("serving sweeps (SLOs, request rates) are not supported yet; sweep training only")
+            given = [k for k in sv.TRAINING_ONLY if k in self.model_fields_set]
+            if given:
+                raise ValueError(f"{given[0]!r} is a training field; a serving sweep sizes each deployment itself "
+                                 "(replicas x TP per instance; serving.qps for a fleet): leave it out, or sweep "
+                                 "training and serving in two files")
+        elif self.chips is None:
+            raise ValueError("field 'chips' is missing (see docs/sweep.md); or give a serving: block")
         if self.tokens is not None and self.tokens_per_param is not None:
             raise ValueError("give tokens or tokens_per_param, not both")
         for pins in (self.layout if isinstance(self.layout, list) else [self.layout]):
@@ -127,7 +135,8 @@ def _message(exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         key = str(err["loc"][-1])
         where = ".".join(str(p) for p in err["loc"][:-1]) or "the sweep file"
-        valid = Range.model_fields if len(err["loc"]) > 1 else SweepFile.model_fields
+        valid = (SweepFile.model_fields if len(err["loc"]) == 1 else
+                 sv.ServingBlock.model_fields if err["loc"][0] == "serving" else Range.model_fields)
         names = [f.alias or n for n, f in valid.items()]
         return _unknown_key(key, names, where)
     text = str(err["msg"]).removeprefix("Value error, ")
@@ -140,19 +149,22 @@ class Scenario:
 
     model: str
     system: str
-    chips: int
+    chips: int | None  # None: a serving scenario (its deployment search sizes it)
     tokens: float | None  # None: tokens_per_param x the model's parameters
     tokens_per_param: float | None
     seq_len: int | None
     layout: tuple  # ((field, value), ...) pinned
     what_if: tuple  # ((knob, value as written), ...)
     objective: str
+    serve: sv.Serve | None = None  # a serving scenario's targets and workload
 
     @property
     def id(self) -> str:
         """A stable key for resuming: every field, in order."""
-        pins = ",".join(f"{k}={v}" for k, v in self.layout)
         hw = ",".join(f"{k}={v}" for k, v in self.what_if)
+        if self.serve is not None:
+            return f"{self.model}|{self.system}|{hw}|{self.serve.key}"
+        pins = ",".join(f"{k}={v}" for k, v in self.layout)
         tokens = f"{self.tokens:.6g}" if self.tokens else f"{self.tokens_per_param or 20:g}/param"
         return f"{self.model}|{self.system}|{hw}|{self.chips}|{tokens}|{self.seq_len or ''}|{pins}|{self.objective}"
 
@@ -226,30 +238,46 @@ def _path(ref: str, base: Path) -> str:
     return ref
 
 
-def expand(spec: SweepFile, path: str, base: Path = Path(".")) -> Sweep:
-    chips = [_count(c, "chips") for c in _values(spec.chips, "chips")]
-    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens", _tokens)]
-    seqs = [None if s is None else _count(s, "seq_len") for s in _values(spec.seq_len, "seq_len")]
-    pin_sets = spec.layout if isinstance(spec.layout, list) else [spec.layout]
-    pins = [tuple(sorted(p.items())) for p in pin_sets] or [()]
-    keys = tuple(spec.what_if)
-    grids = []
+def _what_ifs(spec: SweepFile) -> list:
+    """The hardware variants: ((knob, value as written), ...) per combination of the what-if lists."""
+    keys, grids = tuple(spec.what_if), []
     for key in keys:
         k = hardware.knob(key)
         values = _values(spec.what_if[key], f"what_if.{key}", lambda v, k=k: hardware.absolute(v, k))
         for v in values:  # checked now, kept as written (a multiple resolves against each system later)
             hardware.multiple(v, key) if hardware.is_multiple(v) else hardware.absolute(v, k)
         grids.append(values)
-    hw = [tuple(zip(keys, combo)) for combo in itertools.product(*grids)] if keys else [()]
-    objectives = spec.objective if isinstance(spec.objective, list) else [spec.objective]
-    models = [_path(m, base) for m in spec.models]
-    systems = [_path(s, base) for s in spec.systems]
-    n = math.prod(map(len, (models, systems, hw, chips, tokens, seqs, pins, objectives)))
+    return [tuple(zip(keys, combo)) for combo in itertools.product(*grids)] if keys else [()]
+
+
+def _bounded(n: int) -> None:
     if n > MAX_SCENARIOS:
         raise ValueError(f"the grid holds {n:,} scenarios; at most {MAX_SCENARIOS:,} per file")
+
+
+def expand(spec: SweepFile, path: str, base: Path = Path(".")) -> Sweep:
+    hw = _what_ifs(spec)
+    models = [_path(m, base) for m in spec.models]
+    systems = [_path(s, base) for s in spec.systems]
+    name, keys = spec.name or Path(path).stem, tuple(spec.what_if)
+    if spec.serving is not None:
+        serves = sv.points(spec.serving)
+        _bounded(math.prod(map(len, (models, systems, hw, serves))))
+        out = tuple(Scenario(model=m, system=s, chips=None, tokens=None, tokens_per_param=None, seq_len=None,
+                             layout=(), what_if=w, objective=sv.OBJECTIVE, serve=v)
+                    for m, s, w, v in itertools.product(models, systems, hw, serves))
+        return Sweep(name=name, path=path, scenarios=out, what_if_keys=keys)
+    chips = [_count(c, "chips") for c in _values(spec.chips, "chips")]
+    tokens = [_tokens(t) for t in _values(spec.tokens, "tokens", _tokens)]
+    seqs = [None if s is None else _count(s, "seq_len") for s in _values(spec.seq_len, "seq_len")]
+    pin_sets = spec.layout if isinstance(spec.layout, list) else [spec.layout]
+    pins = [tuple(sorted(p.items())) for p in pin_sets] or [()]
+    objective = spec.objective or "throughput"
+    objectives = objective if isinstance(objective, list) else [objective]
+    _bounded(math.prod(map(len, (models, systems, hw, chips, tokens, seqs, pins, objectives))))
     out = tuple(
         Scenario(model=m, system=s, chips=c, tokens=t, tokens_per_param=spec.tokens_per_param, seq_len=q,
                  layout=p, what_if=w, objective=o)
         for m, s, w, c, t, q, p, o in itertools.product(models, systems, hw, chips, tokens, seqs, pins, objectives)
     )
-    return Sweep(name=spec.name or Path(path).stem, path=path, scenarios=out, what_if_keys=keys)
+    return Sweep(name=name, path=path, scenarios=out, what_if_keys=keys)

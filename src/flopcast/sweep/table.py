@@ -4,7 +4,8 @@ Columns: the scenario's keys as written (model, system, what-if values, chips, t
 objective), each what-if value in SI as applied to its system (`<knob>_si`), the best layout
 (one column per field and `layout` as text), the forecast (step time, MFU, memory, time-to-train
 ideal and with failures, cost, energy; `*_low`/`*_high` where the forecast carries intervals),
-and `status` (ok | does not fit | invalid | failed) with `error`. An `invalid` scenario cannot be
+and `status` (ok | does not fit | misses the SLOs | invalid | failed) with `error`. A serving scenario's row
+holds its targets and workload and the best deployment instead (sweep/serving.py). An `invalid` scenario cannot be
 forecast as written (no layout divides, a what-if out of range); a `failed` one stopped for
 another reason and is run again when the sweep resumes.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ..errors import FlopcastError
 from ..model.strategy import LAYOUT_FIELDS
+from . import serving
 
 MISSING_PYARROW = "Parquet output needs pyarrow: pip install 'flopcast[sweep]' (or write --out FILE.csv)"
 SUFFIXES = (".parquet", ".csv")
@@ -33,8 +35,9 @@ RESULT_COLUMNS = (
 # headline keys whose prediction intervals (`<key>_low`, `<key>_high`) are copied where the forecast has them
 INTERVAL_KEYS = ("step_time_s", "tokens_per_s", "mfu", "time_to_train_s", "expected_time_to_train_s", "cost_usd",
                  "energy_kwh")
-STATUSES = ("ok", "does not fit", "invalid", "failed")
-DONE = ("ok", "does not fit", "invalid")  # a resumed sweep skips these; `failed` runs again
+# `misses the SLOs`: a serving scenario that no deployment serves within its targets at any rate
+STATUSES = ("ok", "does not fit", "misses the SLOs", "invalid", "failed")
+DONE = ("ok", "does not fit", "misses the SLOs", "invalid")  # a resumed sweep skips these; `failed` runs again
 
 
 def key_columns(scenario, system=None, resolved: dict | None = None) -> dict:
@@ -47,6 +50,8 @@ def key_columns(scenario, system=None, resolved: dict | None = None) -> dict:
     for key, value in scenario.what_if:
         out[f"what_if.{key}"] = str(value)
         out[f"{key}_si"] = (resolved or {}).get(key)
+    if scenario.serve is not None:
+        out.update(serving.key_columns(scenario.serve))
     return out
 
 

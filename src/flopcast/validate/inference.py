@@ -219,9 +219,7 @@ def _table(calibration):
 
 
 def _load_table(path) -> dict:
-    import yaml
-
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = catalog.load_yaml(Path(path).read_text()) or {}
     return {k: inf.EngineEfficiency(**v) for k, v in (data.get("families") or {}).items()}
 
 

@@ -10,7 +10,7 @@ import io
 import math
 from pathlib import Path
 
-from ..catalog import schema as _schema
+from ..catalog import entries as _schema
 from ..errors import FlopcastError
 from ..limits import LIMITS
 from . import measured
@@ -116,20 +116,20 @@ def _safe_float(v) -> float | None:
 
 # count columns and the least value each may take (moe_*: 0 or blank is a dense model)
 COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
-                                "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
+                                "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch")}
 COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
 # optional architecture columns (validation/README.md): MoE placement, multi-token prediction, MLA's latent
 ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
                 "mla_kv_lora_rank": 1}
 COUNT_COLUMNS.update(ARCH_COLUMNS)
-# and the most each may be: the bounds of the model schema (catalog/schema.py) and of the CLI (limits.py)
+# and the most each may be: the bounds of the model schema (catalog/entries.py) and of the CLI (limits.py)
 COUNT_MAXIMUM = {"layers": _schema.LAYERS, "hidden": _schema.WIDTH, "heads": _schema.HEADS, "kv_heads": _schema.HEADS,
                  "ffn_hidden": 2**24, "vocab": 2**24, "seq_len": _schema.TOKENS_PER_SEQ, "moe_experts": _schema.HEADS,
                  "moe_topk": _schema.HEADS, "moe_expert_ffn": 2**24, "moe_shared_experts": _schema.HEADS,
                  "moe_dense_layers": _schema.LAYERS, "moe_layer_freq": _schema.LAYERS, "mtp_layers": 64,
                  "mla_kv_lora_rank": _schema.WIDTH,
                  "vcpus": 10**6, "batch": int(LIMITS["max_batch"].high),
-                 **{c: int(LIMITS[c].high) for c in ("chips", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                 **{c: int(LIMITS[c].high) for c in ("chips", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
                                                      "global_batch", "threads", "input_tokens", "output_tokens")}}
 TEXT_REQUIRED = ("model", "hardware")
 

@@ -61,7 +61,8 @@ from .rows import (  # noqa: F401
     resolve_files,
 )
 
-LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute", "sharding", "dtype")
+LAYOUT_CELLS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
+                "dtype")
 # Sequence parallelism and selective recomputation (Korthikanti et al. 2022, arXiv:2205.05198, 10 May 2022)
 # and FlashAttention (Dao et al. 2022, arXiv:2205.14135, 27 May 2022) appeared in May 2022, context
 # parallelism later still. A run whose source is dated before that could not use them: its blank cells are
@@ -228,7 +229,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if how != measured.TOKENS:
         assumed = (*assumed, f"measured figure converted: {how} = {value:,.1f} tokens/s/chip")
     pinned = {}
-    for cell in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch"):
+    for cell in ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch"):
         v = _int(row.get(cell))
         if v is not None:
             pinned[cell] = (v,)
@@ -239,6 +240,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     pinned["dtype"] = dtypes_of(row, system)
     if not model.moe:
         pinned.setdefault("ep", (1,))
+        pinned["etp"] = (0,)  # a dense model's etp is its tp
     software = software_of(row)
     if before_software_cutoff(row):
         pinned["sequence_parallel"] = (0,)
@@ -271,7 +273,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
             pinned[blank[0]] = (chips // rest,)
     if "cp" not in pinned and all(d in pinned for d in ("tp", "pp", "dp")):
         pinned["cp"] = (1,)
-    chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch", "recompute",
+    chosen = tuple(k for k in ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute",
                                "sharding", "sequence_parallel", "schedule", "dtype")
                    if k not in pinned or len(pinned[k]) > 1)
     space = search_mod.SearchSpace(**pinned)

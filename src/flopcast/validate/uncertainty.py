@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ..catalog.names import load_yaml
 from ..cost.uncertainty import ARCHS, BASES, Basis, Task, basis_of, kind_key, training_kind
 from ..errors import FlopcastError
 
@@ -193,7 +194,7 @@ def _run_order(run_id: str):
 def write(path: Path, task: Task, sec: dict) -> None:
     """Replace one task's section of uncertainty.yaml, keeping the other task's."""
     path = Path(path)
-    doc = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    doc = (load_yaml(path.read_text()) or {}) if path.exists() else {}
     doc[Task(task).value] = sec
     header = ("# Written by `flopcast validate FILE --cross-validate --write-intervals` -- do not edit by hand.\n"
               "# Prediction intervals per kind of forecast from leave-one-source-out residuals "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import params as P
 from .formats import effective_context, weight_bytes
 from .replica import Deployment
 
@@ -15,10 +16,26 @@ def reserve_bytes(d: Deployment) -> float:
     return CPU_RESERVE_BYTES if d.is_cpu else RUNTIME_RESERVE * d.memory_capacity
 
 
+def routed_expert_bytes(d: Deployment) -> float:
+    """Bytes of the routed experts of all MoE layers in the replica's weight format (0 for a dense model)."""
+    m = d.model
+    return 0.0 if not m.moe else m.moe_layers * P.moe_params(m)[0] * d.weights.bits / 8.0
+
+
+def replica_weight_bytes(d: Deployment) -> float:
+    """Bytes of weights the replica's chips hold together: the model once; under expert parallelism the routed
+    experts once and everything else on each of the ep chips (Deployment.expert_parallel)."""
+    w = weight_bytes(d.model, d.weights)
+    if not d.expert_parallel:
+        return w
+    experts = routed_expert_bytes(d)
+    return experts + (w - experts) * d.ep
+
+
 def memory(d: Deployment, batch, context) -> tuple[dict, float]:
     """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other."""
     m = d.model
-    weights = weight_bytes(m, d.weights)
+    weights = replica_weight_bytes(d)
     kv = float(batch) * float(effective_context(m, context)) * d.kv_bytes_per_token
     other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
     return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
@@ -27,12 +44,12 @@ def memory(d: Deployment, batch, context) -> tuple[dict, float]:
 def max_batch(d: Deployment, context) -> int:
     """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
     m = d.model
-    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(m, d.weights)
+    free = d.memory_capacity - reserve_bytes(d) - replica_weight_bytes(d)
     per_seq = float(effective_context(m, context)) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
     return max(0, int(free // per_seq))
 
 
 def kv_capacity_tokens(d: Deployment) -> int:
     """Tokens of KV cache the replica can hold beside its weights and reserve."""
-    free = d.memory_capacity - reserve_bytes(d) - weight_bytes(d.model, d.weights)
+    free = d.memory_capacity - reserve_bytes(d) - replica_weight_bytes(d)
     return max(0, int(free // d.kv_bytes_per_token))

@@ -39,10 +39,35 @@ class Deployment:
     calibration: object  # model.efficiency.Calibration, for collectives
     assumptions: tuple = field(default=(), compare=False)
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
+    ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
+    pp: int = 1  # pipeline stages, each of tp chips holding layers / pp (see `virtual_engines`)
+
+    @property
+    def chips(self) -> int:
+        """Chips (sockets for CPUs) of one replica: tp x pp."""
+        return self.tp * self.pp
+
+    @property
+    def virtual_engines(self) -> int:
+        """Batches a replica runs at once: one per pipeline stage. vLLM's pipeline parallelism keeps pp virtual
+        engines, each with its own scheduler and 1/pp of the KV blocks, so pp batches flow through the stages
+        staggered (vLLM docs, "Distributed inference and serving"; the GPipe-style decode pipeline of Huang et al.
+        2019). Each batch's pass takes all stages in turn (rates below are one stage's tp chips); with fewer busy
+        engines than stages the others' stages idle: the decode pipeline's bubble."""
+        return self.pp
 
     @property
     def is_cpu(self) -> bool:
         return self.system.chip.kind == "cpu"
+
+    @property
+    def expert_parallel(self) -> bool:
+        """Experts over the replica's chips, everything else data-parallel: each chip holds its own copy of the
+        attention, dense MLPs, shared experts and embeddings, serves its own share of the sequences (their KV cache
+        on it alone, once), and holds experts / ep routed experts of every MoE layer; tokens reach their experts by
+        a dispatch and a combine all-to-all per MoE layer (SGLang's DP attention with --ep-size, vLLM's
+        --data-parallel-size with --enable-expert-parallel; DeepSeek-V3 report sec. 3.4, its decode deployment)."""
+        return self.ep > 1
 
     @property
     def shards(self) -> int:
@@ -63,11 +88,15 @@ class Deployment:
         the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
         vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
         multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
-        latent shared by all heads: 1."""
+        latent shared by all heads, which no head split can shard: every tensor-parallel rank keeps all of it
+        (vLLM's and SGLang's MLA caches; SGLang's DP attention exists to avoid this copy): `shards` copies. Under
+        expert parallelism each chip holds only its own sequences' KV: 1."""
         m = self.model
         n = self.shards
-        if n <= 1 or m.mla or not m.kv_heads:
+        if n <= 1 or self.expert_parallel or not (m.kv_heads or m.mla):
             return 1.0
+        if m.mla:
+            return float(n)
         return n * math.ceil(m.kv_heads / n) / m.kv_heads
 
     @property
@@ -111,12 +140,12 @@ class Deployment:
         if self.is_cpu:
             total = s.host_memory or s.chip.memory * s.chips_per_node
             return total * self.tp / s.chips_per_node
-        return s.chip.memory * self.tp
+        return s.chip.memory * self.tp * self.pp
 
     @property
     def price_per_hour(self) -> float | None:
         s = self.system
-        return None if s.price_per_hour is None else s.price_per_hour * self.tp * self.replicas / s.chips_per_node
+        return None if s.price_per_hour is None else s.price_per_hour * self.chips * self.replicas / s.chips_per_node
 
 
 def compute_peak(chip, dtype: Dtype) -> float:
@@ -129,12 +158,16 @@ def compute_peak(chip, dtype: Dtype) -> float:
 def deployment(model: Model, system: System, *, chips: int | None = None, tp: int | None = None,
                threads: int | None = None, weights: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, efficiency: EngineEfficiency | None = None,
-               calibration=None, inference_calibration: dict | None = None, speculation=None) -> Deployment:
+               calibration=None, inference_calibration: dict | None = None, speculation=None,
+               ep: int | None = None, pp: int | None = None) -> Deployment:
     """Check the user's choices and fill the blanks the way a tuned practitioner would.
 
-    `speculation`: a speculation.Speculation (speculative decoding), or None."""
+    `speculation`: a speculation.Speculation (speculative decoding), or None. `ep`: 1, or tp for a MoE model's
+    experts split over the replica's chips (Deployment.expert_parallel). `pp`: pipeline stages of tp chips each
+    (Deployment.virtual_engines)."""
     cpu = system.chip.kind == "cpu"
-    chips, tp = _chips_and_tp(system, chips, tp)
+    pp = _pp(model, system, pp, ep)
+    chips, tp = _chips_and_tp(system, chips, tp, pp)
     threads = _threads(system, tp, threads)
     fmt = weight_format(weights or ("q4_0" if cpu else "bf16"))
     kv = kv_element_bytes(kv_dtype or ("fp16" if cpu else "bf16"))
@@ -149,7 +182,8 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         from ...catalog import calibration as _cal
 
         calibration = _cal()
-    d = Deployment(model, system, tp, chips // tp, threads, fmt, kv, family, efficiency, calibration, (), speculation)
+    d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
+                   speculation, _ep(model, system, tp, ep), pp)
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
@@ -157,16 +191,45 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
     return replace(d, assumptions=tuple(notes + _layout_notes(d)) + hf.result_notes(model))
 
 
-def _chips_and_tp(system: System, chips: int | None, tp: int | None) -> tuple[int, int]:
-    """The chips of the deployment (default: one node) and its tensor-parallel degree (default: all of them)."""
+def _ep(model: Model, system: System, tp: int, ep: int | None) -> int:
+    """The expert-parallel degree: 1, or the replica's tp (experts over all its chips) for a MoE model."""
+    if ep is None or ep == 1:
+        return 1
+    if not model.moe:
+        raise FlopcastError(f"--ep applies to mixture-of-experts models; {model.label} is dense")
+    if system.chip.kind == "cpu":
+        raise FlopcastError("--ep applies to accelerators; leave it out for CPU systems")
+    if ep != tp or model.moe.experts % ep:
+        raise FlopcastError(f"--ep must be 1 or the replica's --tp ({tp}) and divide the {model.moe.experts} experts, "
+                            f"got {ep}")
+    return ep
+
+
+def _pp(model: Model, system: System, pp: int | None, ep: int | None) -> int:
+    """Pipeline stages: 1, or up to the model's layers on an accelerator (not with expert parallelism)."""
+    if pp is None or pp == 1:
+        return 1
+    if system.chip.kind == "cpu":
+        raise FlopcastError("--pp applies to accelerators; CPU sockets run one replica each (--tp)")
+    if pp < 1 or pp > model.layers:
+        raise FlopcastError(f"--pp must be between 1 and the model's {model.layers} layers, got {pp}")
+    if ep not in (None, 1):
+        raise FlopcastError("--pp with --ep is not modelled; give one of them")
+    return pp
+
+
+def _chips_and_tp(system: System, chips: int | None, tp: int | None, pp: int = 1) -> tuple[int, int]:
+    """The chips of the deployment (default: one node, or tp x pp) and its tensor-parallel degree (default: the
+    chips over the pipeline stages)."""
     if chips is None:
-        chips = system.chips_per_node
+        chips = system.chips_per_node if tp is None or pp == 1 else tp * pp
     if chips < 1 or chips > system.max_chips:
         raise FlopcastError(f"--chips must be between 1 and {system.max_chips} for {system.id}, got {chips}")
     if tp is None:
-        tp = chips
-    if tp < 1 or chips % tp:
-        raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips}), got {tp}")
+        tp = chips // pp
+    if tp < 1 or chips % (tp * pp):
+        raise FlopcastError(f"--tp must be a positive divisor of --chips ({chips})"
+                            + (f" over --pp {pp} stages" if pp > 1 else "") + f", got {tp}")
     return chips, tp
 
 
@@ -193,11 +256,22 @@ def _layout_notes(d: Deployment) -> list[str]:
     if family in STATIC_SHAPE_FAMILIES:
         notes.append(f"engine family {family} compiles static shapes: a request's decode steps each read its whole "
                      "KV window (input + output tokens), not the live context")
-    if not d.is_cpu and model.heads % d.shards and not model.mla:
+    if d.pp > 1:
+        notes.append(f"pipeline of {d.pp} stages x TP{d.tp}: {d.pp} batches in flight (vLLM virtual engines), each "
+                     f"with 1/{d.pp} of the KV cache and --max-num-seqs; a pass crosses every stage (+{d.pp - 1} "
+                     "activation sends); stalls between batches of unequal length are not modelled")
+    if d.expert_parallel:
+        notes.append(f"expert parallel over {d.ep} chips: {model.moe.experts // d.ep} routed experts per chip, "
+                     "attention, dense layers and shared experts copied on each, every chip its own sequences and "
+                     "their KV cache; dispatch and combine all-to-all per MoE layer; experts' load taken as balanced")
+    elif d.kv_replication > 1 and model.mla:
+        notes.append(f"MLA under tensor parallelism: each of {d.shards} ranks keeps the whole compressed KV cache, "
+                     f"stored {d.kv_replication:g}x (--ep {d.tp} keeps one copy)")
+    if not d.is_cpu and model.heads % d.shards and not model.mla and not d.expert_parallel:
         notes.append(f"{d.shards} tensor-parallel ranks do not divide the {model.heads} query heads: heads are "
                      f"padded to {math.ceil(model.heads / d.shards) * d.shards} (Neuron pads; vLLM refuses such a tp), "
                      "the padding's extra compute is not modelled")
-    if d.kv_replication > 1:
+    if d.kv_replication > 1 and not model.mla:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
                      f"{d.kv_replication:g}x")

@@ -52,7 +52,8 @@ class InferenceResult:
     def _dict(self) -> dict:
         d = self.deployment
         return {
-            "model": d.model.label, "hardware": d.system.id, "chips": d.tp * d.replicas, "tp": d.tp,
+            "model": d.model.label, "hardware": d.system.id, "chips": d.chips * d.replicas, "tp": d.tp, "pp": d.pp,
+            "ep": d.ep,
             "replicas": d.replicas, "threads": d.threads or None, "weights": d.weights.name,
             "engine_family": d.family, "batch": self.batch, "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,

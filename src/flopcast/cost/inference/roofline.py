@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import params as P
-from ..comm import Collective, collective_time
+from ..comm import Collective, collective_time, dispatch_time, p2p_time
 from .engines import STATIC_SHAPE_FAMILIES
 from .formats import effective_context
 from .replica import Deployment
@@ -21,19 +21,20 @@ def _op(flops, nbytes, d: Deployment):
     return np.maximum(flops / d.compute_rate, nbytes / d.memory_rate)
 
 
-def _mlp_weights(d: Deployment, tokens):
+def _mlp_weights(d: Deployment, tokens, copies: int = 1):
     """(weights streamed, weights each token multiplies) of all MLPs for a pass over `tokens` tokens.
 
     MoE: a batch touches E (1 - (1 - k/E)^tokens) experts per layer in expectation
-    (uniform routing), so decode weight traffic grows with the batch."""
+    (uniform routing), so decode weight traffic grows with the batch. `copies`: chips that each stream their own
+    copy of the dense MLPs and shared experts (expert parallelism), the routed experts streamed once."""
     m = d.model
     dense = m.dense_layers * P.mlp_params(m.hidden, m.ffn_hidden, m.mlp)
     if not m.moe:
-        return dense + 0 * tokens, dense
+        return dense * copies + 0 * tokens, dense
     routed, always = P.moe_params(m)
     e = m.moe
     touched = 1.0 - (1.0 - e.topk / e.experts) ** np.maximum(tokens, 1.0)
-    streamed = dense + m.moe_layers * (always + routed * touched)
+    streamed = dense * copies + m.moe_layers * (always * copies + routed * touched)
     per_token = dense + m.moe_layers * (always + routed * e.topk / e.experts)
     return streamed, per_token
 
@@ -44,6 +45,9 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     new_tokens: tokens computed in the pass (prompt tokens + one per decoding sequence);
     seqs: sequences producing a logit row; kv_tokens: KV-cache tokens read (summed over
     sequences); attn_pairs: query-key pairs scored (sum over sequences of q x kv).
+    Expert parallelism (d.expert_parallel): each of the ep chips streams its own copy of every weight but the
+    routed experts, there is no tensor-parallel all-reduce, and each MoE layer dispatches and combines the chip's
+    tokens / ep tokens to their top-k experts (comm.dispatch_time, hierarchical for group-limited routers).
     The breakdown's parts sum to the total."""
     m = d.model
     new_tokens = np.asarray(new_tokens, dtype=float)
@@ -53,22 +57,32 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     qkv = m.layers * h * (m.q_dim
                           + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
     out = m.layers * m.attn_out_dim * h
-    mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens)
+    copies = d.ep if d.expert_parallel else 1
+    mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens, copies)
     logits = m.vocab * h
     parts = {
-        "attention/qkv": _op(2 * qkv * new_tokens, qkv * wb + act * new_tokens * (h + m.q_dim
+        "attention/qkv": _op(2 * qkv * new_tokens, copies * qkv * wb + act * new_tokens * (h + m.q_dim
             + 2 * m.kv_dim) * m.layers, d),
         "attention/core": _op(2.0 * m.layers * (m.q_dim + m.attn_out_dim) * np.asarray(attn_pairs, dtype=float),
                               d.kv_bytes_per_token * np.asarray(kv_tokens, dtype=float), d),
-        "attention/out": _op(2 * out * new_tokens, out * wb + act * new_tokens * 2 * h * m.layers, d),
+        "attention/out": _op(2 * out * new_tokens, copies * out * wb + act * new_tokens * 2 * h * m.layers, d),
         "mlp": _op(2 * mlp_per_token * new_tokens, mlp_stream * wb + act * new_tokens * 2 * h * m.layers, d),
-        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), logits * d.weights.logits_bits / 8.0, d),
+        "logits": _op(2 * logits * np.asarray(seqs, dtype=float), copies * logits * d.weights.logits_bits / 8.0, d),
     }
-    if d.tp > 1 and not d.is_cpu:
+    if d.expert_parallel:
+        e = m.moe
+        a2a = dispatch_time(new_tokens / d.ep, h * act, e.topk, d.ep, 1, d.system, d.calibration, groups=e.groups,
+                            topk_groups=e.topk_groups)
+        parts["comm/tp"] = 0.0 * new_tokens
+        parts["comm/ep"] = 2.0 * m.moe_layers * a2a  # dispatch and combine
+    elif d.tp > 1 and not d.is_cpu:
         ar = collective_time(Collective.ALL_REDUCE, new_tokens * h * act, d.tp, 1, d.system, d.calibration)
         parts["comm/tp"] = 2.0 * m.layers * ar
     else:
         parts["comm/tp"] = 0.0 * new_tokens
+    # pipeline: the pass's activations sent from each stage to the next (GPipe, Huang et al. 2019)
+    parts["comm/pp"] = ((d.pp - 1) * p2p_time(new_tokens * h * act, d.tp, d.system, d.calibration) if d.pp > 1
+                        else 0.0 * new_tokens)
     parts["overhead"] = m.layers * d.efficiency.layer_overhead_s + 0.0 * new_tokens
     total = sum(parts.values())
     return total, parts

@@ -38,6 +38,7 @@ from .common import (
     thousands_formatter,
 )
 from .compare import compare_figure, figures_compare
+from .deploy import deploy_figure
 from .pareto import pareto_figure
 from .pipeline import (
     SCHEDULES,
@@ -91,6 +92,7 @@ __all__ = [
     "schedule_order",
     "serving_compare_figure",
     "serving_figure",
+    "deploy_figure",
     "serving_sweep",
     "slug",
     "stage_times",

@@ -2,8 +2,9 @@
 
 The rooms: config (scheduler, routing, limits), requests (lengths, Poisson arrivals, traces),
 iteration (the cost of one batch iteration), schedulers (static, continuous, chunked-prefill),
-simulation (the request lifecycle on simulate/events.Engine), metrics (percentiles, SLOs, cost)
-and capacity (the highest rate within the SLOs). This face re-exports them, so
+simulation (the request lifecycle on simulate/events.Engine), metrics (percentiles, SLOs, cost),
+capacity (the highest rate within the SLOs) and disagg (prefill and decode pools apart, xPyD).
+This face re-exports them, so
 `from flopcast.simulate import serving as S` reads as one module.
 
 Iteration times are the per-operator roofline of cost/inference.step_time, split as
@@ -12,6 +13,7 @@ which equals step_time exactly and costs a few float operations per iteration.
 """
 
 from .capacity import ATTAINMENT, SPAN_HORIZONS, find_capacity
+from .disagg import Disaggregated, disaggregated, parse_split, run_any, run_disaggregated, simulate_any
 from .config import Routing, Scheduler, ServingConfig, parse_choice
 from .interval import bounds as interval_bounds
 from .interval import with_bounds as with_interval
@@ -22,7 +24,8 @@ from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
 __all__ = [
-    "ARRIVAL", "ATTAINMENT", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
+    "ARRIVAL", "ATTAINMENT", "Disaggregated", "disaggregated", "parse_split", "run_any", "run_disaggregated",
+    "simulate_any", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
     "Outcome",
     "Replica", "Requests", "Routing",
     "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",

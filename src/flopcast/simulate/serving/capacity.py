@@ -11,7 +11,7 @@ from ...errors import FlopcastError
 from .config import Scheduler, ServingConfig
 from .iteration import IterationCost
 from .requests import lengths, poisson_requests
-from .simulation import simulate
+from .disagg import Disaggregated, simulate_any
 
 
 # Arrivals of a capacity run span this many SLO horizons (see find_capacity).
@@ -24,7 +24,7 @@ SPAN_HORIZONS = 4.0
 CAPACITY_BUDGET = 3_500_000
 
 
-def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 400, input_tokens="512",
+def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, requests: int = 400, input_tokens="512",
                   output_tokens="128", seed: int = 0, attainment: float = ATTAINMENT, iterations: int = 12,
                   max_requests: int = 50_000, start_qps: float = 0.5,
                   span_horizons: float = SPAN_HORIZONS):
@@ -51,12 +51,13 @@ def find_capacity(d: inf.Deployment, config: ServingConfig, *, requests: int = 4
                                 "iterations (each rate runs for several SLO horizons); use tighter --slo-ttft / "
                                 "--slo-tpot or simulate one --qps")
         reqs = poisson_requests(q, rng, n=n, input_tokens=input_tokens, output_tokens=output_tokens)
-        out = simulate(d, reqs, config, seed=seed, cost=cost)
+        out = simulate_any(d, reqs, config, seed=seed, cost=cost)
         budget[0] -= out.iterations
         return out
 
-    cost = IterationCost.of(d, max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED
-                                   else config.max_batched_tokens, config.max_seqs) + 1)
+    cost = None if isinstance(d, Disaggregated) else IterationCost.of(d, max(
+        config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens,
+        config.max_seqs) + 1)
     lo, hi = 0.0, float(start_qps)
     best = None
     r = run(hi)

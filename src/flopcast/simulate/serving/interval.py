@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...cost import inference as inf
 from .config import ServingConfig
 from .requests import Requests
-from .simulation import simulate
+from .disagg import simulate_any
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
 LATENCIES = ("ttft_s", "tpot_s", "e2e_s")
@@ -23,8 +23,8 @@ def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, s
     """key -> (low, high), latency keys -> {percentile: (low, high)}; {} without an interval."""
     if interval is None:
         return {}
-    slow = simulate(d, reqs, config, seed=seed, speed=interval.low).to_dict()
-    fast = simulate(d, reqs, config, seed=seed, speed=interval.high).to_dict()
+    slow = simulate_any(d, reqs, config, seed=seed, speed=interval.low).to_dict()
+    fast = simulate_any(d, reqs, config, seed=seed, speed=interval.high).to_dict()
     out = {k: {p: _pair(slow[k][p], fast[k][p]) for p in PERCENTILES} for k in LATENCIES}
     out.update({k: _pair(slow[k], fast[k]) for k in RATES})
     return out

@@ -30,7 +30,13 @@ MAX_REQUESTS = 10**7  # flopcast.limits' request bound; a duration x rate past i
 def lengths(spec: str | int, n: int, rng: np.random.Generator, option: str = "--input-tokens") -> np.ndarray:
     """Token lengths: a fixed number, 'uniform:LO:HI' (inclusive) or 'lognormal:MEAN:SIGMA'
     (MEAN the distribution's mean in tokens, SIGMA the underlying normal's sigma); every length at most
-    MAX_TOKENS_PER_REQUEST (lognormal draws are clipped to it)."""
+    MAX_TOKENS_PER_REQUEST (lognormal draws are clipped to it); or a sequence of lengths (e.g. a trace's), drawn
+    from with replacement (their empirical distribution)."""
+    if isinstance(spec, (tuple, list, np.ndarray)):
+        sample = np.asarray(spec, dtype=np.int64)
+        if sample.size == 0:
+            raise FlopcastError(f"{option}: the trace holds no requests")
+        return rng.choice(sample, size=n)
     text = str(spec).strip().lower()
     parts = text.split(":")
     top = MAX_TOKENS_PER_REQUEST

@@ -72,7 +72,8 @@ class Simulation:
     def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
                  seed: int, record: bool, speed: float = 1.0):
         self.d, self.config, self.record = d, config, record
-        self.cap = inf.kv_capacity_tokens(d)  # KV tokens a replica holds
+        # KV tokens a replica (a pipeline's virtual engine: d.virtual_engines per replica) holds
+        self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
         self.static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
         self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
@@ -101,7 +102,7 @@ class Simulation:
         self.done = [math.nan] * n
         self.rejected = [False] * n
         self.engine = Engine(seed)
-        self.replicas = [Replica(i) for i in range(config.replicas)]
+        self.replicas = [Replica(i) for i in range(config.replicas * d.virtual_engines)]
         self.events = []  # (time, kind, rid) when recorded
         self.rr = 0  # round-robin cursor
         self.in_system, self.area, self.last = 0, 0.0, 0.0
@@ -125,7 +126,7 @@ class Simulation:
             self.events.append((e.now, "arrive", r))
         rep = self.route()
         successors = ()
-        if self.prompt[r] + self.out[r] > self.cap:
+        if self.never_fits(r):
             self.rejected[r] = True
             self.account(e.now, -1)
         else:
@@ -168,6 +169,10 @@ class Simulation:
 
     # ------------------------------------------------------------ what the events do
 
+    def never_fits(self, r: int) -> bool:
+        """Request r's prompt and output exceed the KV memory of a replica: rejected on arrival."""
+        return self.prompt[r] + self.out[r] > self.cap
+
     def start_iteration(self, rep: Replica, now: float):
         """The replica's next iteration, if it is idle and its scheduler finds work: () or one end event."""
         if rep.busy:
@@ -209,14 +214,18 @@ class Simulation:
         if gen[r] >= out[r]:
             self.finish(rep, r, now)
             return False
+        self.enter(rep, r)
+        return True
+
+    def enter(self, rep: Replica, r: int) -> None:
+        """Request r, its prompt's KV in the replica, joins the decoders from the replica's next step."""
         self.start[r] = rep.step
         self.base[r] = self.prompt[r]
-        heapq.heappush(rep.fin, (rep.step + out[r] - gen[r], r, self.epoch[r]))
+        heapq.heappush(rep.fin, (rep.step + self.out[r] - self.gen[r], r, self.epoch[r]))
         rep.order.append(r)
         rep.n_dec += 1
         rep.ctx_sum += self.prompt[r]
-        rep.win_sum += self.inp[r] + out[r]
-        return True
+        rep.win_sum += self.inp[r] + self.out[r]
 
     def advance_decoders(self, rep: Replica, now: float) -> None:
         """One decode step: every decoder's context grows by a token; those at their last token finish."""
@@ -253,10 +262,14 @@ class Simulation:
             rep.win_sum -= self.inp[r] + self.out[r]
             gen[r] = g
             self.prompt[r] = self.inp[r] - self.cached[r] + g  # recompute the prompt and what was generated
-            rep.waiting.appendleft(r)
             rep.preemptions += 1
+            self.requeue(rep, r)
             return True
         return False
+
+    def requeue(self, rep: Replica, r: int) -> None:
+        """A preempted request waits at the front of its replica's queue to be prefilled again."""
+        rep.waiting.appendleft(r)
 
     def iteration_time(self, tokens: int, seqs: int, kv: float, pairs: float) -> float:
         """Seconds of a pass; beyond the precomputed table (a long prompt alone) timed by step_time itself."""

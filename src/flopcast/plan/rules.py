@@ -1,0 +1,84 @@
+"""The named validity rules a layout must pass, as boolean arrays (True = passes): the degrees and batches
+(checked before the search expands them), the schedule, sequence parallelism and micro-batches after.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.strategy import LayoutBatch, Recompute, Schedule, virtual_stages, virtual_stages_allowed
+from ..model.system import System
+from ..model.workload import Model
+
+EP_RULE = "ep is 1 for dense models and divides the experts; etp x ep divides tp x cp x dp"
+ETP_RULE = "etp differs from tp only for MoE models, with sequence parallelism where tp > 1"
+
+
+def base_rules(model: Model, system: System, tp, cp, pp, dp, gb, mb, ep, etp, chips: int | None,
+                exact_chips: bool) -> dict:
+    """The rules that depend on the degrees and batches only (checked before the expansion)."""
+    used = tp * pp * dp * cp
+    experts = model.moe.experts if model.moe else 1
+    etp = np.where(etp > 0, etp, tp)
+    out = {
+        "tp divides the attention heads": (model.heads % tp == 0)
+        & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)),
+        "tp fits within one node": tp <= system.tp_domain,
+        "global batch divides into dp x micro-batch": (gb % (dp * mb) == 0) & (gb >= dp * mb),
+        "cp divides the sequence": model.seq_len % cp == 0,
+        EP_RULE: np.where(model.moe is not None, (experts % ep == 0) & ((tp * cp * dp) % (ep * etp) == 0), ep == 1),
+        "chips available": used <= (chips if chips else used),
+    }
+    if exact_chips and chips:
+        out["tp x pp x dp x cp equals the chips"] = used == chips
+    return out
+
+
+def expanded_rules(model: Model, tp, pp, vp, schedule, sp, micro_batches=None, recompute=None, etp=None) -> dict:
+    """The rules that involve the pipeline schedule, sequence parallelism and the micro-batches.
+
+    micro_batches: a function returning the micro-batches per step (computed only where DualPipe is asked for)."""
+    interleaved = schedule == Schedule.INTERLEAVED
+    overlap = schedule == Schedule.ONE_F_ONE_B_OVERLAP
+    dual = schedule == Schedule.DUALPIPE
+    any_overlap, any_dual = bool(overlap.any()), bool(dual.any())  # (the search's hot path has neither for dense)
+    if any_overlap:
+        staged, allowed = pp * virtual_stages(schedule, vp), virtual_stages_allowed(schedule, vp, pp)
+    else:
+        staged, allowed = pp * np.where(interleaved, vp, 1), np.where(interleaved, (vp > 1) & (pp > 1), vp == 1)
+    everywhere = np.ones(np.shape(schedule), dtype=bool)
+    dual_ok = everywhere
+    if any_dual:
+        m = micro_batches() if micro_batches is not None else None
+        dual_ok = ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp))))
+    out = {
+        "pp x vp does not exceed the layers": staged <= model.layers,
+        "vp > 1 only with the interleaved schedule, which needs pp > 1": allowed,
+        "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
+        # without sequence parallelism the tp ranks hold the same tokens, which only experts split like the
+        # attention can share (Megatron-Core asserts sequence parallelism for expert parallelism with tp > 1)
+        ETP_RULE: everywhere if etp is None else ((etp == 0) | (etp == tp)
+                                                 | ((model.moe is not None) & ((sp == 1) | (tp == 1)))),
+        # DualPipe feeds micro-batches from both ends: an even pp and at least 2 pp micro-batches, an even number
+        # (deepseek-ai/DualPipe: num_chunks % 2 == 0 and num_chunks >= num_ranks * 2, num_ranks even)
+        "dualpipe needs an even pp > 1 and an even number of at least 2 pp micro-batches": dual_ok,
+    }
+    if recompute is not None:
+        # Megatron-Core's combined 1F1B does not run with full activation recomputation (its developer guide,
+        # "Combined 1F1B: Expert-Parallel All-to-All Overlap", compatibility)
+        out["1f1b-overlap does not run with full recomputation"] = (
+            ~overlap | (recompute != Recompute.FULL) if any_overlap else everywhere)
+    return out
+
+
+def micro_batches_of(lb: LayoutBatch):
+    return lambda: lb.global_batch // np.maximum(lb.dp * lb.micro_batch, 1)
+
+
+def rules(model: Model, system: System, lb: LayoutBatch, chips: int | None, *, exact_chips: bool) -> dict:
+    """Named validity rules, each a boolean array (True = passes), in the order they are applied."""
+    out = base_rules(model, system, lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, lb.etp,
+                      chips, exact_chips)
+    out.update(expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, micro_batches_of(lb),
+                               lb.recompute, lb.etp))
+    return out
