@@ -184,12 +184,17 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     1F1B, in the paired share of micro-batches, it runs beside another micro-batch's compute (which then has
     the SMs the all-to-all leaves it) and only the excess over that compute is exposed."""
     L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
-    fwd, bwd, selective = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd"))
-    rec = np.where(c.full_rec, fwd, np.where(c.lb.recompute == Recompute.SELECTIVE, selective, 0.0))
-    rec_comm = np.where(c.full_rec, 1.5, 1.0)
-    tp_c = _per_layer(kinds, L, "tp_comm") * rec_comm * exposed
+    fwd, bwd, selective, mlp = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd"))
+    rc = c.lb.recompute
+    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(rc == Recompute.MLP, mlp,
+                                                                                             0.0)))
+    # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
+    # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
+    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation
+    mlp_rec = rc == Recompute.MLP
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec, 1.25, 1.0)) * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
-    a2a = _per_layer(kinds, L, "ep_comm") * rec_comm
+    a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     ep_c = a2a * exposed
     if np.any(sched >= Schedule.DUALPIPE):
         busy = fwd + bwd + rec + tp_c + cp_c
@@ -424,8 +429,10 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     tokens = f["global_batch"] * model.seq_len
     flops_per_token = model_flops_per_token(model)
     model_flops_rate = tokens * flops_per_token / step / chips
+    rc = c.lb.recompute
     rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
-                               np.where(c.lb.recompute == Recompute.SELECTIVE, _selective_flops_per_token(model), 0.0))
+                               np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
+                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model), 0.0)))
     return dict(
         step_time_s=step,
         time_parts=parts,
@@ -464,6 +471,12 @@ def _selective_flops_per_token(model: Model) -> float:
     a = model.mla
     up = a.q_lora_rank * model.q_dim + a.kv_lora_rank * model.heads * (a.qk_nope_head_dim + a.v_head_dim)
     return 2.0 * up * (model.layers + model.mtp_layers)
+
+
+def _mlp_flops_per_token(model: Model) -> float:
+    """FLOPs per token MLP recomputation repeats: the forward of the MLP's weights a token passes (2 per weight;
+    MoE layers: router, top-k routed and shared experts)."""
+    return 2.0 * params.mlp_matmul_params_per_token(model)
 
 
 def model_flops_per_token(model: Model) -> float:
