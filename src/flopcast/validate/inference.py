@@ -19,11 +19,8 @@ from .. import catalog
 from ..cost import inference as inf
 from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
-<<<<<<< HEAD
-from . import benchmark
-=======
 from ..limits import LIMITS, REQUIRED_TEXT, TEXT, RowSchema, count, real
->>>>>>> robust
+from . import benchmark
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
     "measured_decode_tokens_per_s_per_stream": "decode_tokens_per_s_per_stream",
@@ -50,7 +47,12 @@ SERVING = RowSchema("the serving schema", {
     "input_tokens": count(0, _TOKENS), "output_tokens": count(1, _TOKENS),
     "measured_decode_tokens_per_s_per_stream": real(1e7), "measured_output_tokens_per_s_total": real(1e10),
     "measured_tpot_ms": real(1e7), "measured_ttft_ms": real(1e9), "measured_prefill_tokens_per_s": real(1e10),
-    "measured_as": TEXT, "notes": TEXT,
+    "measured_as": TEXT,
+    # how the benchmark ran (validate/benchmark.py, validation/README.md)
+    "load_tool": TEXT, "load": TEXT, "concurrency": count(1, 1e6), "request_rate_per_s": real(1e7),
+    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, _TOKENS), "duration_s": real(1e7),
+    "statistic": TEXT, "input_tokens_spread": count(0, _TOKENS), "output_tokens_spread": count(0, _TOKENS),
+    "notes": TEXT,
 }, one_of=tuple(METRICS))
 REQUIRED = tuple(c for c, col in SERVING.columns.items() if col.required)  # and one of the METRICS columns
 COUNT_COLUMNS = tuple(c for c, col in SERVING.columns.items() if col.bound is not None and col.bound.integer)
@@ -76,11 +78,11 @@ def _read(path) -> list[dict]:
     from .rows import resolve_files
     from .training import read_table, require_rows
 
-<<<<<<< HEAD
     out = []
     for p in (list(path) if isinstance(path, (list, tuple)) else resolve_files(path)):
         header, rows = read_table(p)
         check_columns(header, p)
+        SERVING.check_header(header, str(p))
         require_rows(rows, p)
         out.extend(rows)
     return out
@@ -92,13 +94,6 @@ def data_name(path) -> str:
 
     paths = list(path) if isinstance(path, (list, tuple)) else resolve_files(path)
     return " + ".join(Path(p).name for p in paths)
-=======
-    header, rows = read_table(path)
-    check_columns(header, path)
-    SERVING.check_header(header, str(path))
-    require_rows(rows, path)
-    return rows
->>>>>>> robust
 
 
 def _int(row, key):
@@ -353,22 +348,16 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
 
     out_path = CAL_PATH if out_path is None else out_path
     rows = _read(path)
-<<<<<<< HEAD
     cache = {} if cache is None else cache
-    table = fit_families(rows, cache=cache)
-    summary = summarize(_compare(rows, table))
-    cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
-=======
     prior = _compare(rows)  # at the priors: a file without one usable figure stops here, before the fit
     if not any(r["status"] == "ok" for r in prior):
         reason = next((r.get("reason") for r in prior if r.get("reason")), "")
         raise FlopcastError(f"{path}: no measured figure could be predicted ({len(prior)} skipped"
                             f"{': ' + reason if reason else ''}); nothing to fit")
-    table = fit_families(rows)
+    table = fit_families(rows, cache=cache)
     summary = summarize(_compare(rows, table))
-    cv = cross_validate_inference(path)["summary"]
+    cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
     r2 = lambda v: None if v is None else round(v, 2)  # a held-out source may leave no figure
->>>>>>> robust
     doc = {
         "provenance": {
             "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
