@@ -222,7 +222,8 @@ def campaign(runs: int, seed: int, jobs: int, progress: bool = True, log: Path |
             files += case.files
             running[_start(case, folder)] = (case, folder, time.monotonic(), nxt)
             nxt += 1
-        _reap(running, counts, examples, wait=True, log=log)
+        if running:
+            _reap(running, counts, examples, wait=True, log=log)
         if progress and sum(counts.values()) % 100 == 0 and counts:
             done = sum(counts.values())
             print(f"  {done}/{runs} in {time.monotonic() - t0:.0f} s: {_short(counts)}", file=sys.stderr, flush=True)
