@@ -160,7 +160,10 @@ def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
     if model.mtp_layers:
         pj_f, pj_b, _ = (c.spread(a) for a in compute.gemm_fwd_bwd_time(xu["T"], h / xu["tp"], 2 * h, **kw))
         block = [l for _, is_moe, l in kinds if is_moe == (model.moe_layers > 0)][0]
-        block_t = block.fwd + block.bwd + (block.tp_comm + block.ep_comm) * (1.0 - c.cal.tp_overlap)
+        # its all-to-all exposed as the layers' are: in full, but in the share of micro-batches an overlapping
+        # schedule pairs with another's backward (`_layer_time`; the SMs it takes there are left out)
+        unpaired = 1.0 - pipeline.paired_share(c.lb.schedule, c.f["pp"], c.m)
+        block_t = block.fwd + block.bwd + block.tp_comm * (1.0 - c.cal.tp_overlap) + block.ep_comm * unpaired
         t_logits = t_logits * (1 + model.mtp_layers) + model.mtp_layers * (pj_f + pj_b + block_t)
     return t_embed, t_logits
 
@@ -182,7 +185,11 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     tp_c = _per_layer(kinds, L, "tp_comm") * rec_comm * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
     a2a = _per_layer(kinds, L, "ep_comm") * rec_comm
-    ep_c = a2a * exposed
+    # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
+    # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel
+    # (EP) Communication Overlap": --overlap-moe-expert-parallel-comm; "EP All-to-All can consume 30-40% of
+    # training time without optimization"), unlike the tensor-parallel collectives --tp-comm-overlap hides
+    ep_c = a2a
     if np.any(sched >= Schedule.DUALPIPE):
         busy = fwd + bwd + rec + tp_c + cp_c
         paired = pipeline.paired_share(sched, c.f["pp"], c.m)
