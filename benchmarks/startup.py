@@ -1,17 +1,21 @@
 """How long flopcast takes to start: `flopcast --help` and a `flopcast search` on 8 chips, each a fresh
-process, median of several runs. Plain script, run by hand:
+process, median of several runs, printed beside the figures recorded before the start-up work. Plain script,
+run by hand:
 
-    python benchmarks/startup.py                       # this checkout (src/ beside this file)
-    python benchmarks/startup.py --before /tmp/old/src # also another checkout's src/, printed beside it
+    python benchmarks/startup.py                       # this checkout (src/ beside this file) vs BEFORE
+    python benchmarks/startup.py --before /tmp/old/src # also time another checkout's src/ now, beside it
 
 A source tree is run with PYTHONPATH=<src> and `from flopcast.cli import main`, so a checkout from before
 `python -m flopcast` existed runs the same way.
 
-Measured 2026-12-01 on the shared 2-core development machine, --before = commit 2365484 (the seven cli*.py
-files), medians of 9 interleaved runs: `flopcast --help` 1.28 s -> 0.29 s (-77%: the help lists the command
-table and imports no command, numpy or catalog); `flopcast search` on 8 chips 2.38 s -> 2.37 s (the C YAML
-loader and the lazy imports win back what the catalog's pydantic schema, added since, costs: ~0.7 s to
-import pydantic and build the schema classes).
+BEFORE was measured at commit f5a94b6 (main before the built-in catalog was read without pydantic) with
+`--before`, interleaved with this checkout's runs on the same machine; on an idle machine both are lower,
+on a loaded one higher, and the ratio is what carries over. Where the time went at f5a94b6 (`python -X
+importtime`, cProfile, load ~1): pydantic and the schema classes ~0.45 s, the pure-Python YAML parser for
+uncertainty.yaml and instances.yaml ~0.2 s, numpy ~0.25 s (search needs it), the search itself ~0.2 s. Now
+`flopcast search` on built-in names imports no pydantic (403 -> 317 modules) and reads every YAML file with
+the C parser; `flopcast --help` imports the same 134 modules as before (no numpy, pydantic, rich or catalog;
+tests/test_startup.py checks both), so its change is noise.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ COMMANDS = {
     "flopcast search (8 chips)": ["search", "llama3-8b", "--hardware", "p5.48xlarge", "--chips", "8", "--top", "3"],
 }
 RUN = "import sys; from flopcast.cli import main; sys.exit(main(sys.argv[1:]))"
+# medians (s) at commit f5a94b6, measured 2026-12-01 12:22 UTC with --before on the shared 2-core development
+# machine (load average ~20), 11 runs interleaved with this checkout's, which then took 0.678 s and 3.825 s;
+# again at 12:54 (load ~13, 9 runs): --help 0.329 s -> 0.339 s, search 3.661 s -> 2.712 s (-26%)
+BEFORE_COMMIT = "f5a94b6"
+BEFORE_S = {"flopcast --help": 0.717, "flopcast search (8 chips)": 5.063}
 
 
 def once_s(src: Path, argv: list[str]) -> float:
@@ -54,12 +63,16 @@ def main() -> int:
     ap.add_argument("--before", type=Path, help="src/ folder of another checkout to time beside this one")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    trees = ([("before", args.before)] if args.before else []) + [("this checkout", HERE)]
-    print(f"{'command':<28}" + "".join(f"{name:>16}" for name, _ in trees) + f"   (median of {args.runs} runs, s)")
+    trees = ([("--before", args.before)] if args.before else []) + [("now", HERE)]
+    head = f"{'command':<28}{'before ' + BEFORE_COMMIT:>16}" + "".join(f"{name:>16}" for name, _ in trees)
+    print(head + f"   (median of {args.runs} runs, s; before: recorded)")
     for label, argv in COMMANDS.items():
         cells = medians_s([src for _, src in trees], argv, args.runs)
-        change = f"   {cells[-1] / cells[0] - 1:+.0%}" if len(cells) == 2 else ""
-        print(f"{label:<28}" + "".join(f"{c:>16.3f}" for c in cells) + change)
+        before = BEFORE_S.get(label)
+        base = cells[0] if len(cells) == 2 else before  # a tree timed now beats a figure from another load
+        change = f"   {cells[-1] / base - 1:+.0%}" if base else ""
+        shown = f"{before:>16.3f}" if before else f"{'n/a':>16}"
+        print(f"{label:<28}{shown}" + "".join(f"{c:>16.3f}" for c in cells) + change)
     return 0
 
 

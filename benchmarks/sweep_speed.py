@@ -4,6 +4,7 @@ and on a local Ray cluster of 2 workers. Plain script, run by hand:
     python benchmarks/sweep_speed.py                      # all three engines, the whole grid
     python benchmarks/sweep_speed.py --engines local:2    # one of them
     python benchmarks/sweep_speed.py --limit 500          # the first 500 scenarios (says so in its output)
+    python benchmarks/sweep_speed.py --sample 1008        # a random 1,008 of them (seed 0; says so)
 
 The grid: 4 models (Llama-3 8B and 70B, Mixtral 8x7B, Qwen3 30B-A3B) x 3 systems (trn2.48xlarge, p5.48xlarge,
 DGX B200) x 3 cluster sizes (64, 256, 1,024 chips) x 280 hardware variants (HBM bandwidth x7, BF16 peak x5,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import random
 import sys
 import tempfile
@@ -59,6 +61,19 @@ def _run(sweep, engine: str, workers: int):
     return out, wall, cpu
 
 
+def _setup(sweep) -> None:
+    """Where the driver's own time goes before any worker runs: the variants, the tasks, their pickled size."""
+    t0 = time.process_time()
+    work = runner.tasks(sweep, list(sweep.scenarios), api.resolve_model, 2)
+    t1 = time.process_time()
+    size = sum(len(pickle.dumps(t)) for t in work)
+    t2 = time.process_time()
+    variants = len({(s.system, s.what_if) for s in sweep.scenarios})
+    print(f"driver: {variants:,} hardware variants and {len(work)} tasks built in {t1 - t0:.1f} s CPU "
+          f"({(t1 - t0) / max(variants, 1) * 1e3:.1f} ms per variant); tasks pickle to {size / 1e6:.1f} MB in "
+          f"{t2 - t1:.2f} s", flush=True)
+
+
 def _check(rows, n: int) -> int:
     """Rows whose step time and layout differ from a fresh train() of the same scenario."""
     bad = 0
@@ -77,6 +92,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", default="local:1,local:2,ray:2", help="engine:workers, comma-separated")
     ap.add_argument("--limit", type=int, default=None, help="run only the first N scenarios of the grid")
+    ap.add_argument("--sample", type=int, default=None,
+                    help="run N scenarios drawn at random (seed --seed), in grid order; fewer variants per task "
+                         "share a search than in the whole grid, so the rate is a lower bound of the whole grid's")
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sweep-speed.yaml"
@@ -85,6 +104,11 @@ def main(argv=None) -> int:
     if args.limit:
         sweep = spec.Sweep(sweep.name, sweep.path, sweep.scenarios[:args.limit], sweep.what_if_keys)
         print(f"LIMITED to the first {args.limit:,} of the grid's scenarios")
+    if args.sample:
+        keep = sorted(random.Random(args.seed).sample(range(len(sweep.scenarios)), args.sample))
+        print(f"SAMPLED {args.sample:,} of the grid's {len(sweep.scenarios):,} scenarios at random (seed {args.seed})")
+        sweep = spec.Sweep(sweep.name, sweep.path, tuple(sweep.scenarios[i] for i in keep), sweep.what_if_keys)
+    _setup(sweep)
     n = len(sweep.scenarios)
     print(f"{n:,} scenarios, {os.cpu_count()} CPUs, {_load()} before")
     results = {}

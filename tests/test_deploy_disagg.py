@@ -27,7 +27,11 @@ def test_units_fill_an_instance_once_per_ratio():
     assert units
     ratios = set()
     for c, pd in units:
-        assert s.chips_per_node % pd.chips == 0 and c.replicas_per_instance == s.chips_per_node // pd.chips
+        if c.replicas_per_instance == 0:  # whole-instance replicas: the KV cache over EFA
+            assert pd.chips == 8 * c.instances_per_replica and pd.placement.value == "across-instances"
+            assert pd.link.tier == s.tiers[-1].name
+        else:
+            assert s.chips_per_node % pd.chips == 0 and c.replicas_per_instance == s.chips_per_node // pd.chips
         key = (c.prefill_tp, c.tp, c.prefill_replicas, c.decode_replicas)
         assert key not in ratios
         ratios.add(key)
@@ -35,6 +39,7 @@ def test_units_fill_an_instance_once_per_ratio():
         assert c.bound_qps == pytest.approx(D.BOUND_SLACK * min(c.prefill_replicas / c.prefill_s,
                                                                 c.decode_replicas / c.decode_s))
     assert (1, 1, 1, 7) in ratios and (1, 1, 2, 2) not in ratios  # 2P2D is 1P1D twice
+    assert (8, 8, 1, 1) in ratios and (8, 8, 1, 3) in ratios  # 1P1D and 1P3D of whole instances
 
 
 def test_search_simulates_units_and_they_decode_faster(tight):
@@ -43,7 +48,8 @@ def test_search_simulates_units_and_they_decode_faster(tight):
     assert units and 1 in colo
     for p in units:
         d = p.to_dict()["disaggregated"]
-        assert d["chips"] * p.candidate.replicas_per_instance == 8 and d["placement"] == "same-instance"
+        if p.candidate.replicas_per_instance:
+            assert d["chips"] * p.candidate.replicas_per_instance == 8 and d["placement"] == "same-instance"
         if p.candidate.tp == 1 and p.candidate.prefill_tp == 1:  # same decode layout: no prefill stalls it
             assert p.result.tpot_s["p50"] < 0.85 * colo[1].result.tpot_s["p50"]
 

@@ -147,7 +147,7 @@ def test_validate_inference_mape_guard(tmp_path, inference_csv):
     r = validate_inference(inference_csv)
     s = r["summary"]
     assert s["n_ok"] >= 40 and s["n_skipped"] == 0
-    # measured 16.6% in-sample (one outlier row, i39, alone is +272%); median 7.0%
+    # measured 18.2% in-sample with the parameters fitted on both serving files (i39 alone is +217%); median 8.8%
     assert s["mape_pct"] <= 18.5
     assert s["median_ape_pct"] <= 10.0
     assert set(s["by_metric"]) >= {"tpot_ms", "ttft_ms", "output_tokens_per_s_total"}

@@ -65,3 +65,22 @@ def test_plan_json_answer_has_cost_parts_and_the_batch_cap(capsys):
     assert a["chosen"]["expected_time_to_train_days"] <= 10 and a["chosen"]["cost_usd"] > 0
     assert set(a["chosen"]["cost_breakdown_usd"]) == {"compute", "downtime_and_rework"}
     assert a["batch_cap_sequences"] > 0 and {"fastest", "smallest"} <= set(a)
+
+
+def test_price_power_and_pue_apply_to_reliability_and_report(capsys):
+    kw = dict(tokens="10B", trials=20, tp=8, pp=1, micro_batch=1, global_batch=8)
+    base = api.reliability("llama2-7b", "p5.48xlarge", 8, **kw)
+    mine = api.reliability("llama2-7b", "p5.48xlarge", 8, price_per_hour=2 * base.train.bill.rates.price_per_hour_usd,
+                           pue=1.0, **kw)
+    assert mine.train.cost_usd == pytest.approx(2 * base.train.cost_usd)
+    assert mine.train.bill.energy_breakdown_kwh["cooling_and_facility"] == 0
+    argv = ["reliability", "llama2-7b", "-H", "p5.48xlarge", "-n", "8", "--tokens", "10B", "--trials", "20",
+            "--tp", "8", "--pp", "1", "--price", "100", "--json"]
+    assert main(argv) in (0, None)
+    assert json.loads(capsys.readouterr().out)["train"]["price_per_hour_usd"] == 100
+    for command in ("reliability", "report"):
+        try:
+            main([command, "--help"])
+        except SystemExit:
+            pass
+        assert "--price" in capsys.readouterr().out

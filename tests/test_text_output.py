@@ -64,6 +64,8 @@ COMMANDS = {
     "catalog": ["catalog"],
     "catalog entry": ["catalog", "trainium2"],
     "compare": ["compare", "llama3-8b", "-H", "p5.48xlarge,trn2.48xlarge,dgx-a100-80gb", "--chips", "64", *PINNED],
+    "compare --serve": ["compare", "llama3-8b", "-H", "p5.48xlarge,c8g.16xlarge", "--serve", "--qps", "2",
+                        "--requests", "30"],
     "plan": ["plan", "llama3-8b", *P5, "--tokens", "100B", "--deadline", "10d", *PINNED],
     "infer": ["infer", "llama3-8b", *P5, "--batch", "8"],
     "serve": ["serve", "llama3-8b", *P5, "--qps", "5", "--requests", "40"],

@@ -60,7 +60,7 @@ def serving_args(draw):
     fixed = [draw(st.sampled_from(["llama3-8b", "mixtral-8x7b", "x"])), "-H",
              draw(st.sampled_from(["p5.48xlarge", "c8g.16xlarge", "inf2.8xlarge"]))]
     common = {"--chips": SMALL, "--tp": SMALL, "--weights": ["bf16", "int4", "q4_0", "fp3"],
-              "--kv-dtype": ["bf16", "fp8", "x"]}
+              "--kv-dtype": ["bf16", "fp8", "x"], "--pp": SMALL, "--ep": SMALL}
     if command == "infer":
         options = {**common, "--batch": COUNTS, "--input-tokens": COUNTS, "--output-tokens": COUNTS}
         return _argv(draw, command, fixed, options)
@@ -68,7 +68,9 @@ def serving_args(draw):
     options = {**common, "--requests": ["1", "10", "50", "0", "-1", "1e30", "9223372036854775808", "x"],
                "--duration": DURATIONS, "--input-tokens": LENGTHS, "--output-tokens": LENGTHS,
                "--slo-ttft": DURATIONS, "--slo-tpot": DURATIONS, "--seed": COUNTS, "--replicas": SMALL,
-               "--scheduler": ["static", "continuous", "chunked-prefill", "x"], "--router": ["round-robin", "x"]}
+               "--scheduler": ["static", "continuous", "chunked-prefill", "x"], "--router": ["round-robin", "x"],
+               "--disaggregate": ["1x1", "2x3", "1P7D", "0x1", "1x", "x", "1e30x1"], "--prefill-tp": SMALL,
+               "--decode-tp": SMALL}
     argv = _argv(draw, command, fixed, options)
     if "--requests" not in argv and "--duration" not in argv:
         argv += ["--requests", "40"]  # keep each example short

@@ -35,8 +35,16 @@ def assumptions(*, mtbf_chip_hours=None, checkpoint_write_gbps=None, checkpoint_
     return GoodputAssumptions(**{k: v for k, v in kw.items() if v is not None})
 
 
-def _train(model, hardware, chips, tokens, layout, calibration=None) -> TrainResult:
+def _train(model, hardware, chips, tokens, layout, calibration=None, economics=None) -> TrainResult:
+    """The forecast whose faults are modelled; economics: the user's price_per_hour, power_w and pue, if any."""
+    from dataclasses import replace
+
+    from ..cost.economics import rates_for
+
     r = forecast.train(model, hardware, chips, tokens=tokens, calibration=calibration, **layout)
+    given = {k: v for k, v in (economics or {}).items() if v is not None}
+    if given:
+        r = replace(r, rates=rates_for(r.system, **given))
     if not r.fits:
         raise FlopcastError(
             f"{r.model.label} does not fit on {r.chips:,} {r.system.chip.id} chips"
@@ -90,12 +98,13 @@ class ReliabilitySweepResult(Tabular):
         return [flatten(d) for d in self.to_dict()["sweep"]]
 
 
-def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, calibration=None) -> ReliabilitySweepResult:
+def _sweep(m, hardware, sizes, tokens, layout, base, trials, seed, calibration=None,
+           economics=None) -> ReliabilitySweepResult:
     rows, errors = [], {}
     pinned = {k: v for k, v in layout.items() if k != "dp"}  # dp follows the cluster size
     for n in sizes:
         try:
-            r = _train(m, hardware, n, tokens, pinned, calibration)
+            r = _train(m, hardware, n, tokens, pinned, calibration, economics)
         except FlopcastError as exc:
             errors[n] = str(exc)
             continue
@@ -120,11 +129,12 @@ def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None 
                 trials: int = 1000, seed: int = 0, sweep_chips=None, seq_len: int | None = None,
                 mtbf_chip_hours=None, checkpoint_write_gbps=None, checkpoint_load_gbps=None, async_checkpoint=None,
                 restart_minutes=None, spares=None, interval=None, cv=None, calibration=None,
-                **layout) -> ReliabilityResult | ReliabilitySweepResult:
+                price_per_hour=None, power_w=None, pue=None, **layout) -> ReliabilityResult | ReliabilitySweepResult:
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form.
 
     tokens default to 20 per parameter; `sweep_chips` ("1024,8192" or a list) evaluates several cluster sizes;
-    `calibration`: a training calibration file `calibrate` wrote, instead of the shipped one.
+    `calibration`: a training calibration file `calibrate` wrote, instead of the shipped one; price_per_hour
+    (USD per node-hour), power_w (per chip) and pue replace the catalog's in the cost and energy, as in `train`.
 
     >>> r = flopcast.reliability("llama2-7b", "p5.48xlarge", 64, tokens="1T", trials=20)
     >>> 0 < r.goodput.goodput < 1 and r.goodput.expected_s > r.goodput.ideal_s
@@ -136,10 +146,11 @@ def reliability(model=DEFAULT_MODEL, hardware=DEFAULT_SYSTEM, chips: int | None 
     m = forecast.resolve_model(model, seq_len)
     n_tokens = forecast.default_tokens(m) if tokens is None else args.tokens(tokens, m)
     trials, seed = check("trials", trials), check("seed", seed)
+    economics = {"price_per_hour": price_per_hour, "power_w": power_w, "pue": pue}
     if sweep_chips:
         return _sweep(m, hardware, args.chip_counts(sweep_chips, "sweep_chips"), n_tokens, layout, base, trials, seed,
-                      calibration)
-    result = _train(m, hardware, chips, n_tokens, layout, calibration)
+                      calibration, economics)
+    result = _train(m, hardware, chips, n_tokens, layout, calibration, economics)
     g = goodput_for(result, base)
     try:
         sim = simulate(g.ideal_s, g.chips, g.checkpoint_bytes, g.assumptions, trials=trials, seed=seed)

@@ -73,8 +73,10 @@ class InferResult(Tabular):
 def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, threads: int | None = None,
           weights: str | None = None, kv_dtype: str | None = None, batch: int = 1, input_tokens: int = 512,
           output_tokens: int = 128, calibration=None, speculative=None, spec_tokens=None,
-          acceptance=None, ep: int | None = None, pp: int | None = None) -> InferResult:
+          acceptance=None, ep: int | None = None, pp: int | None = None, prefix_tokens: int = 0) -> InferResult:
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline).
+
+    prefix_tokens: prefix caching, tokens at the start of every prompt shared and already cached.
 
     >>> r = flopcast.infer("llama3-8b", "p5.48xlarge", chips=1, batch=8)
     >>> r.prediction.ttft_s > 0 and r.prediction.fits
@@ -86,7 +88,7 @@ def infer(model, hardware, *, chips: int | None = None, tp: int | None = None, t
     d = deployment(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                    calibration=calibration, speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance,
                    ep=ep, pp=pp)
-    r = inf.predict(d, batch, input_tokens, output_tokens)
+    r = inf.predict(d, batch, input_tokens, output_tokens, _prefix(prefix_tokens))
     notes = assumptions(d, calibration) + [a for a in r.assumptions if a not in d.assumptions]
     if r.interval is not None:
         notes.append(f"{r.interval.label} prediction interval of a {r.interval.kind} forecast from "

@@ -128,10 +128,13 @@ def _point_dict(p: capacity.PlanPoint) -> dict:
         d["reason"] = p.reason
         return d
     r = p.result.to_dict()
-    d.update({k: r[k] for k in ("time_to_train_s", "time_to_train_days", "expected_time_to_train_s",
-                                "expected_time_to_train_days", "goodput", "cost_usd", "cost_breakdown_usd",
-                                "price_kind", "chip_hours", "energy_kwh", "energy_breakdown_kwh",
-                                "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")})
+    keys = ("time_to_train_s", "time_to_train_days", "expected_time_to_train_s", "expected_time_to_train_days",
+            "goodput", "cost_usd", "cost_breakdown_usd", "price_kind", "chip_hours", "energy_kwh",
+            "energy_breakdown_kwh", "mfu", "step_time_s", "tokens_per_s", "idle_chips", "layout", "unavailable")
+    for k in keys:  # each headline figure with its prediction interval (KEY_low, KEY_high), as train gives them
+        d[k] = r[k]
+        d.update({f"{k}_{end}": r[f"{k}_{end}"] for end in ("low", "high") if f"{k}_{end}" in r})
+    d["interval"] = r.get("interval")
     return d
 
 

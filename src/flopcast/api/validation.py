@@ -88,7 +88,8 @@ class ValidationResult(Tabular):
 def validate(file: str, *, cross_validate: bool = False, calibration=None, progress=None,
              write_intervals: str | None = None) -> ValidationResult:
     """Compare predictions with the measured runs in `file` (a CSV of the validation/ schemas, or a shipped
-    file's short name: calibration_runs, more_training_runs, training (both), inference_runs, more_inference_runs).
+    file's short name: calibration_runs, more_training_runs, training (both), inference_runs, more_inference_runs,
+    inference (both)).
 
     Blank layout cells are chosen by the search over just those fields. `cross_validate=True` refits with
     each source left out and predicts it (minutes): the error to expect on runs flopcast has not seen.
@@ -116,7 +117,6 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         from ..cost.inference.engines import _inference_calibration_file
         from ..validate.inference import cross_validate_inference, validate_inference
 
-        file = str(files[0])
         result = (cross_validate_inference(file) if cross_validate
                   else validate_inference(file, calibrations.serving(calibration)))
         if cross_validate:
@@ -174,7 +174,6 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
     for f in files:
         prepare_out(output, str(f), "output")
     if kind == "serving":
-        file = str(files[0])
         from ..validate.inference import fit_inference
 
         try:

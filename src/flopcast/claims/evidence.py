@@ -74,6 +74,7 @@ class Runs:
         # a calibration file replaces the shipped calibration of its kind (training or serving)
         self.calibration, self.engines = calibrations.pair(calibration)
         self._cache = {}
+        self._tables = {}  # bounded.WorkTable per model, system and calibration, shared by the searches
 
     def once(self, key: str, compute):
         """compute() the first time `key` is asked for, its value from then on (evidence several rows share)."""
@@ -84,7 +85,8 @@ class Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration, **layout)
+            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration,
+                                              exhaustive=False, work_tables=self._tables, **layout)
         return self._cache[key]
 
 

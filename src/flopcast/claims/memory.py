@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 
 from .. import catalog
 from ..plan import forecast
 from ..cost.params import total_params
 from ..model.strategy import Recompute
+from ..plan import bounded
+from ..simulate import training
 from ..plan import search as search_mod
 from ..units import GiB
 from .evidence import ANNOUNCEMENT, GPT300B, TRN1, TRN2, Runs, dense_models, source_of
@@ -20,19 +21,28 @@ def _outcome(model_name: str, hardware: str, chips: int, calibration) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
     m, system = forecast.resolve_model(model_name), forecast.resolve_system(hardware)
     space = replace(forecast.layout_space(), ep=(1,))
-    out = search_mod.search(m, system, chips, calibration, space)
-    fits = np.asarray(out.results["fits"]) if out.results else np.zeros(0, bool)
-    no_rec = fits & (out.batch.recompute == int(Recompute.NONE)) if fits.size else fits
-    best = out.batch.layout(int(out.order[0])) if out.n_fit else None
-    return {"chips": chips, "candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
-            "fit_without_recompute": int(no_rec.sum()), "rejected": dict(out.rejected),
+    lb, rejected, considered, _ = search_mod._valid(m, system, chips, space, True)
+    fits = training.memory_bytes(m, system, lb, calibration) <= system.chip.memory  # counts need every layout
+    no_rec = fits & (lb.recompute == int(Recompute.NONE))
+    out = bounded.search(m, system, chips, calibration, space, bounded.WorkTable(m, system, calibration)) \
+        if fits.any() else None
+    if out is None and fits.any():
+        out = search_mod.search(m, system, chips, calibration, space)
+    best = out.batch.layout(int(out.order[0])) if out is not None else None
+    if not fits.all():
+        rejected["does not fit in memory"] = int((~fits).sum())
+    return {"chips": chips, "candidates": considered, "valid": lb.size, "fit": int(fits.sum()),
+            "fit_without_recompute": int(no_rec.sum()), "rejected": dict(rejected),
             "best_layout": best.describe() if best else None,
             "best_recompute": None if best is None else best.recompute.name.lower()}
 
 
 def _largest_fitting(runs: Runs, hardware: str, names: list) -> dict | None:
     """The largest model (by parameters) in `names` with a layout that fits on one 16-chip instance."""
+    system = forecast.resolve_system(hardware)
     for m in sorted(names, key=lambda n: -total_params(catalog.load_model(n))):
+        if bounded.cannot_fit(catalog.load_model(m), system, 16):  # its states alone exceed the HBM: no search
+            continue
         r = runs.train(m, hardware, 16)
         if r.fits:
             return {"model": m, "params_b": total_params(r.model) / 1e9, "memory_gib": r.memory_gib,
@@ -50,8 +60,9 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
     # smallest power-of-two cluster on which the ~300B GPT fits at all
     min_chips = {}
     for chip_id, hw in (("trainium1", TRN1), ("trainium2", TRN2)):
+        big, system = forecast.resolve_model(GPT300B), forecast.resolve_system(hw)
         min_chips[chip_id] = next((n for n in (16, 32, 64, 128, 256, 512, 1024)
-                                   if runs.train(GPT300B, hw, n).fits), None)
+                                   if not bounded.cannot_fit(big, system, n) and runs.train(GPT300B, hw, n).fits), None)
     ref = min_chips["trainium1"] or 1024
     counts = {"trainium1": _outcome(GPT300B, TRN1, ref, runs.calibration),
               "trainium2": _outcome(GPT300B, TRN2, ref, runs.calibration)}

@@ -103,7 +103,7 @@ def _search_table(rows, n_tokens) -> list[str]:
 
 _POINT_COLUMNS = [Column("", text=True), Column("nodes", ",d"), Column("chips", ",d"), Column("days", ",.1f"),
                   Column("w/faults days", ",.1f"), Column("cost USD", ",.0f"), Column("MFU %", ".1f"),
-                  Column("batch", ",d"), Column("", text=True), Column("idle chips", ",d"),
+                  Column("batch", ",d"), Column("", text=True), Column("idle", ",d"),
                   Column("layout", text=True)]
 
 
@@ -124,8 +124,16 @@ def _answer_lines(out) -> list[str]:
     cost = f"${r.cost_usd:,.0f}" if r.cost_usd is not None else f"cost n/a ({r.why_missing().get('cost', '')})"
     energy = f"{r.energy_kwh / 1e3:,.0f} MWh" if r.energy_kwh is not None else "energy n/a"
     rule = "cheapest that meets the deadline" if out.kind == "deadline" else "fastest within the budget"
-    lines = [f"answer ({rule}): {c.chips:,} chips ({c.nodes:,} nodes), {_days(c.expected_s)} with faults "
-             f"({_days(r.time_to_train_s)} without), {cost}, {energy}"]
+    b, level = r.bounds(), (f"{100 * r.interval.level:.0f}%" if r.interval is not None else "")
+    if "expected_time_to_train_s" in b:  # the prediction interval, as `train` prints it
+        lo, hi = b["expected_time_to_train_s"]
+        days = f"{_days(c.expected_s)} with faults ({level}: {lo / DAY:,.1f}-{hi / DAY:,.1f})"
+    else:
+        days = f"{_days(c.expected_s)} with faults"
+    if "cost_usd" in b and r.cost_usd is not None:
+        cost += f" ({level}: ${b['cost_usd'][0]:,.0f}-${b['cost_usd'][1]:,.0f})"
+    lines = [f"answer ({rule}): {c.chips:,} chips ({c.nodes:,} nodes), {days}, {_days(r.time_to_train_s)} without; "
+             f"{cost}, {energy}"]
     if r.bill is not None and r.bill.cost_usd is not None:
         lines.append(f"  price {r.bill.rates.price_per_hour_usd:,.2f} USD/h per node ({r.bill.rates.price_kind}); "
                      f"downtime and re-done work ${r.bill.cost_breakdown_usd['downtime_and_rework']:,.0f}")
@@ -178,7 +186,8 @@ def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, pr
             echo(line)
     elif out.kind == "pareto" and out.points and all(p.cost_usd is None for p in out.points):
         echo(f"(no price for {system.id}: frontier uses chip-hours as the cost)")
-    echo(f"{out.searches} cluster sizes searched in {wall:.1f} s; -> = the answer, * = at the batch cap")
+    ruled_out = f" ({out.bounded} more provably miss the deadline by a bound)" if out.bounded else ""
+    echo(f"{out.searches} cluster sizes searched{ruled_out} in {wall:.1f} s; -> = the answer, * = at the batch cap")
     shown = out.frontier if out.kind == "pareto" else out.points
     for line in render(_POINT_COLUMNS, [_point_row(p, out.chosen) for p in shown]):
         echo(line)

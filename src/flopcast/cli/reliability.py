@@ -9,7 +9,7 @@ from ..limits import click_type
 from .. import api
 from ..report.text_table import Column, render
 from ..units import DAY, HOUR, fmt, fmt_count, fmt_duration
-from .options import calibration_option, layout_from, layout_options, report_options
+from .options import calibration_option, economics_options, layout_from, layout_options, report_options
 from .render import echo, echo_json, emit_report
 
 
@@ -45,17 +45,19 @@ def _reports():
                    "calibration, fitted on measured runs at scale, already holds their cost).")
 @click.option("--sweep-chips", default=None, help="Comma-separated cluster sizes, e.g. 1024,8192,16384,65536,100000.")
 @calibration_option
+@economics_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_options
 def reliability(model, hardware, chips, tokens, trials, seed, mtbf_chip_hours, checkpoint_write_gbps,
                 checkpoint_load_gbps, async_checkpoint, restart_minutes, spares, interval, cv, sweep_chips, calibration,
-                as_json, html, png, seq_len, **kw):
+                price_per_hour, power_w, pue, as_json, html, png, seq_len, **kw):
     """Expected time-to-train with failures, checkpoints and restarts: Monte-Carlo beside the closed form."""
     out = api.reliability(model, hardware, chips, tokens=tokens, trials=trials, seed=seed, sweep_chips=sweep_chips,
                           seq_len=seq_len, mtbf_chip_hours=mtbf_chip_hours, checkpoint_write_gbps=checkpoint_write_gbps,
                           checkpoint_load_gbps=checkpoint_load_gbps, async_checkpoint=async_checkpoint,
                           restart_minutes=restart_minutes, spares=spares, interval=interval, cv=cv,
-                          calibration=calibration, **layout_from(kw))
+                          calibration=calibration, price_per_hour=price_per_hour, power_w=power_w, pue=pue,
+                          **layout_from(kw))
     if sweep_chips:
         _sweep(out, as_json, html, png)
         return

@@ -10,7 +10,7 @@ from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.figures import DEFAULT_SERVE_CHIPS, DEFAULT_SERVE_MODEL, DEFAULT_SERVE_SYSTEM, build_report
-from .options import calibration_option, layout_from, layout_options, report_options
+from .options import calibration_option, economics_options, layout_from, layout_options, report_options
 from .render import emit_report
 
 
@@ -33,9 +33,10 @@ from .render import emit_report
               "(rounded up to whole nodes) [default: 1/8x to 8x --chips].")
 @layout_options
 @calibration_option
+@economics_options
 @report_options
 def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_chips, n_requests, sizes, calibration,
-           html, png, seq_len, **kw):
+           price_per_hour, power_w, pue, html, png, seq_len, **kw):
     """Write flopcast's figures of one scenario: scaling, breakdowns, pipeline schedule, Pareto front,
     serving latency/throughput, roofline and goodput.
 
@@ -68,5 +69,7 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
         emit_report(html, png, lambda: build_report(m, hardware, chips, tokens=n_tokens, serve_model=serve_model,
                                                     serve_hardware=serve_hardware, serve_chips=serve_chips,
                                                     requests=n_requests, scaling_chips=scaling,
-                                                    layout=layout_from(kw), calibration=calibration, progress=step))
+                                                    layout=layout_from(kw), calibration=calibration, progress=step,
+                                                    economics={"price_per_hour": price_per_hour, "power_w": power_w,
+                                                               "pue": pue}))
         bar.update(bar.total - bar.done)

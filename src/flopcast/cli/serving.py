@@ -69,16 +69,19 @@ def _apply(fn):
               help="Prompt tokens per request.")
 @click.option("--output-tokens", type=click_type("output_tokens"), default=128, show_default=True,
               help="Generated tokens per request.")
+@click.option("--prefix-tokens", type=click_type("input_tokens"), default=None,
+              help="Prefix caching: tokens at the start of every prompt shared and already cached (vLLM APC).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def infer(model, hardware, chips, tp, threads, pp, ep, weights, kv_dtype, calibration, speculative, spec_tokens,
           acceptance,
-          batch, input_tokens, output_tokens, as_json,
+          batch, input_tokens, output_tokens, prefix_tokens, as_json,
           html, png):
     """Latency, throughput, memory and cost of one batch of requests (per-operator roofline)."""
     res = api.infer(model, hardware, chips=chips, tp=tp, threads=threads, weights=weights, kv_dtype=kv_dtype,
                     batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, calibration=calibration,
-                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, ep=ep, pp=pp)
+                    speculative=speculative, spec_tokens=spec_tokens, acceptance=acceptance, ep=ep, pp=pp,
+                    prefix_tokens=prefix_tokens or 0)
     d, r, notes = res.deployment, res.prediction, list(res.assumptions)
     emit_report(html, png, lambda: _reports().infer_report(d, r, input_tokens, output_tokens))
     if as_json:
@@ -151,7 +154,8 @@ def _p50_range(b: dict, key: str, interval) -> str:
 @click.option("--duration", default=None, help="Simulate arrivals for this long (e.g. 60s, 10min)")
 @click.option("--input-tokens", default="512", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
 @click.option("--output-tokens", default="128", show_default=True, help="N, uniform:LO:HI or lognormal:MEAN:SIGMA")
-@click.option("--trace", default=None, help="CSV with arrival_s,input_tokens,output_tokens")
+@click.option("--trace", default=None, help="CSV with arrival_s,input_tokens,output_tokens and optionally "
+              "prefix_tokens (per request, the cached shared prefix of its prompt)")
 @click.option("--scheduler", default="continuous", show_default=True,
               help="Batching: static, continuous or chunked-prefill.")
 @click.option("--slo-ttft", default="1s", show_default=True, help="Time-to-first-token target.")

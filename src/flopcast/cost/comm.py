@@ -6,8 +6,9 @@ innermost first. The algorithm follows the topology: within one tier a ring
 Yuan 2009), across tiers the hierarchical scheme NCCL and the Neuron runtime use
 (reduce-scatter inside, all-reduce of the 1/g shard across, all-gather inside).
 Latency is (g-1) hops on rings and tori; through switches log2(g) rounds for all-reduce
-(NCCL's double binary tree, Sanders et al. 2009) but still g-1 ring steps for all-gather and
-reduce-scatter, which NCCL runs only as rings (NCCL docs, "Collective Operations"; Thakur et al. 2005).
+(NCCL's double binary tree, Sanders et al. 2009) but n-1 ring steps for all-gather and reduce-scatter,
+which NCCL runs only as rings (NCCL docs, "Collective Operations"; Thakur et al. 2005): one ring over all
+n ranks, each step paying the latency of the tier it crosses.
 Bandwidths are per chip per direction; tiers flagged scale_out use the scale-out
 efficiency, the others the scale-up efficiency. Works on floats and numpy arrays.
 """
@@ -97,11 +98,18 @@ def collective_time(kind: Collective, nbytes, n, stride, system: System, calibra
             prev = mem
         return np.where(n > 1, total + lat, 0.0)
     factor = 2.0 if kind == Collective.ALL_REDUCE else 1.0
+    tree = kind == Collective.ALL_REDUCE
     for tier, mem in zip(system.tiers, members):
         g = mem / prev
         size = nbytes / prev
         bw = tier_bandwidth(tier, calibration) * _topology_factor(tier, g)
-        rounds = _latency_rounds(tier, g, tree=kind == Collective.ALL_REDUCE)
+        rounds = _latency_rounds(tier, g, tree=tree)
+        if tier.topology == Topology.SWITCH and not tree:
+            # one ring over all n ranks: of its n - 1 steps, those from one domain of the tier inside into the
+            # next cross this tier (n/prev - n/mem of them), every other step stays inside and pays the inner
+            # latency (NCCL's ring model, src/graph/tuning.cc: (nsteps - nInterSteps) x intraLat + nInterSteps
+            # x interLat), so a ring across nodes takes n - 1 steps, not the sum of per-tier rings' g - 1
+            rounds = n / prev - n / mem
         step = factor * ((g - 1.0) / g * size / bw + rounds * tier.latency)
         total = total + np.where(g > 1.0, step, 0.0)
         prev = mem

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from ..errors import FlopcastError
 from ..units import HOUR
 
-# Host and network power per accelerator node: NVIDIA DGX H100 datasheet, "system power usage ~10.2 kW max"
-# with 8 x 700 W GPUs, leaves 10.2 - 5.6 = 4.6 kW for CPUs, memory, NICs, switches' share, fans and storage
-# (NVIDIA_DGX_H100_DS). Used for every accelerator node of 8-16 chips (assumption: comparable hosts, e.g.
-# trn2.48xlarge's 192 vCPUs, 2 TiB and 16 EFA NICs against p5.48xlarge's 192 vCPUs, 2 TiB and 32 NICs).
+# Host and network power per accelerator node: the NVIDIA DGX H100/H200 User Guide's maximum system input,
+# 10.2 kW (six 3.3 kW supplies, 4+2 redundant; the datasheet's "~10.2 kW max"), with 8 x 700 W GPUs, leaves
+# 10.2 - 5.6 = 4.6 kW for CPUs, memory, NICs, switches' share, fans and storage (NVIDIA_DGX_H100_DS, checked
+# 2026-12): an upper bound, typical draw under load being 6.5-8.5 kW. Used for every accelerator node of 8-16
+# chips (assumption: comparable hosts, e.g. trn2.48xlarge's 192 vCPUs, 2 TiB and 16 EFA NICs against
+# p5.48xlarge's 192 vCPUs, 2 TiB and 32 NICs).
 HOST_POWER_W_PER_NODE = 10_200.0 - 8 * 700.0
 # Power usage effectiveness defaults, by operator (the system id tells the cloud, as cost/reliability.storage_for):
 PUE_AWS = 1.15  # AWS global PUE 2024, Amazon sustainability data-center page (AWS_PUE_2024)

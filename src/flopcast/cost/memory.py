@@ -29,7 +29,7 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
-def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0):
+def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed: bool = False):
     """(replicated, sharded, replicated FP8-able, sharded FP8-able) elements per token one layer keeps.
 
     Replicated across tp unless sequence parallel: the two norm inputs, the QKV (MLA: latent down-projection)
@@ -41,7 +41,10 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0):
     and a SwiGLU expert keeps its two inputs (in FP8 under FP8 training) and recomputes its output.
     The routed experts' terms carry the busiest rank's load factor; per token of the tp group they keep etp copies
     of the permuted input (each of the etp ranks holds every token its experts receive) and one of the expert's
-    intermediates (split etp ways), so divided by tp like the rest: (etp h + ffn terms) / tp."""
+    intermediates (split etp ways), so divided by tp like the rest: (etp h + ffn terms) / tp.
+    mlp_recomputed: the MLP (MoE: router, routed and shared experts) is recomputed from its input in backward
+    (Megatron-Core --recompute-modules mlp / moe), so it keeps none of its intermediates; its input stays (one
+    of the replicated terms), in 16 bits, as the checkpoint's input."""
     h = m.hidden
     rep, rep_fp8 = 4.0 * h, (h if moe_layer else 2.0 * h)
     attn = m.q_dim + 2 * m.kv_dim + m.attn_out_dim
@@ -53,6 +56,8 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0):
         rep, rep_fp8 = rep + 2.0 * latent, rep_fp8 + a.q_lora_rank + a.kv_lora_rank
         if recipe:
             rep, rep_fp8, attn = 2.0 * h + latent, 0.0, m.attn_out_dim
+    if mlp_recomputed:
+        return rep, attn, rep_fp8 - (0.0 if moe_layer else h), m.attn_out_dim
     if not moe_layer:
         return rep, attn + mlp_activation_elems(h, m.ffn_hidden, m.mlp), rep_fp8, m.attn_out_dim + m.ffn_hidden
     e = m.moe
@@ -83,15 +88,16 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     precision training / Performance considerations / Memory usage"): the QKV input, the dense MLP's
     input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
     router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
-    Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`).
+    Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`); MLP recomputation
+    keeps attention's activations and the MLP's input only.
     quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     etp (array or float): the experts' tensor-parallel degree (an MoE layer's routed terms, `_kept_elems`).
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
 
-    def per_token(recipe: bool):
-        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, etp)
+    def per_token(recipe: bool, mlp_recomputed: bool = False):
+        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, etp, mlp_recomputed)
         replicated_bytes = ACT_BYTES * rep + 2 * mask * h
         sharded_bytes = ACT_BYTES * shd
         if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
@@ -102,9 +108,11 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     kept = per_token(False)
     if m.mla and np.any(recompute == Recompute.SELECTIVE):
         kept = np.where(deepseek_recipe(m, recompute), per_token(True), kept)
+    if np.any(recompute == Recompute.MLP):
+        kept = np.where(recompute == Recompute.MLP, per_token(False, True), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
-    keep_scores = np.where(recompute == Recompute.NONE, scores, 0.0)
+    keep_scores = np.where((recompute == Recompute.NONE) | (recompute == Recompute.MLP), scores, 0.0)
     full = s * b * ACT_BYTES * h / np.where(sp, t, 1)
     partial = s * b * (kept + keep_scores + stats)
     return np.where(recompute == Recompute.FULL, full, partial)

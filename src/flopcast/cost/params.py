@@ -101,3 +101,14 @@ def mtp_matmul_params_per_token(m: Model) -> float:
         routed, _ = moe_params(m)
         block -= routed * (1 - m.moe.topk / m.moe.experts)
     return m.mtp_layers * (2 * m.hidden * m.hidden + block + m.vocab * m.hidden)
+
+
+def mlp_matmul_params_per_token(m: Model) -> float:
+    """GEMM weights of the MLPs a token passes through, every layer: the dense MLP, or an MoE layer's router,
+    top-k routed experts and shared experts."""
+    dense = m.dense_layers * mlp_params(m.hidden, m.ffn_hidden, m.mlp)
+    if not m.moe_layers:
+        return dense
+    e = m.moe
+    routed, always = moe_params(m)
+    return dense + m.moe_layers * (routed * e.topk / e.experts + always)

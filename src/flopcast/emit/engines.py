@@ -30,6 +30,9 @@ def vllm_serve(d, *, replicas: int = 1, max_seqs: int = 256, max_model_len: int 
                 f"--data-parallel-size {d.ep}", "--enable-expert-parallel"]
         if replicas > 1:
             missing.append(f"replicas: {replicas} expert-parallel replicas, each its own server on its own chips")
+        if neuron:
+            missing.append("expert parallelism: the vLLM Neuron plugin's MoE support decides whether it runs "
+                           "--enable-expert-parallel; NxD Inference configures MoE experts in its own config")
     else:
         args = [f"vllm serve {d.model.label}", f"--tensor-parallel-size {tp}"]
         if d.pp > 1:

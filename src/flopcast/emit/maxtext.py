@@ -19,7 +19,9 @@ SOURCE = "AI-Hypercomputer/maxtext src/maxtext/configs/base.yml"
 # flopcast recompute -> remat_policy (base.yml: 'minimal' saves the weight matmuls and recomputes the rest,
 # Korthikanti et al.'s selective recompute in spirit; 'minimal_with_context' also keeps the attention output,
 # the least recomputation a named policy offers; 'full' keeps only each layer's input)
-REMAT = {Recompute.NONE: "minimal_with_context", Recompute.SELECTIVE: "minimal", Recompute.FULL: "full"}
+# 'save_dot_with_context_except_mlp' keeps attention's matmul outputs and context and recomputes the MLP's
+REMAT = {Recompute.NONE: "minimal_with_context", Recompute.SELECTIVE: "minimal", Recompute.FULL: "full",
+         Recompute.MLP: "save_dot_with_context_except_mlp"}
 DTYPE = {Dtype.BF16: ("bfloat16", ""), Dtype.FP8: ("bfloat16", "fp8"), Dtype.INT8: ("bfloat16", "int8"),
          Dtype.FP32: ("float32", ""), Dtype.FP16: ("float16", "")}
 

@@ -47,6 +47,8 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         s.update(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=1)
     elif layout.recompute == Recompute.SELECTIVE:
         s["recompute_granularity"] = "selective"
+    elif layout.recompute == Recompute.MLP:  # Megatron-Core --recompute-modules (its default: core_attn)
+        s.update(recompute_granularity="selective", recompute_modules="moe" if model.moe else "mlp")
     if layout.dtype not in (Dtype.BF16, Dtype.FP16, Dtype.FP8):
         missing.append(f"dtype {layout.dtype.label}: no mixed-precision setting; the emitted job computes in fp32")
     m = model
@@ -171,6 +173,8 @@ def megatron_bridge(model, system, layout, tokens=None) -> Launch:
     model_section["vocab_size"] = model.vocab
     if model.sliding_window:
         model_section["window_size"] = [model.sliding_window, 0]
+    if isinstance(model_section.get("recompute_modules"), str):
+        model_section["recompute_modules"] = [model_section["recompute_modules"]]
     if isinstance(model_section.get("moe_layer_freq"), str):
         model_section["moe_layer_freq"] = moe_layer_list(model)
     iters = train_iters(model, layout, tokens)

@@ -62,8 +62,9 @@ def _model(model, layout) -> dict:
            "normalization": "rmsnorm" if m.mlp == Mlp.SWIGLU else "layernorm",
            "position_embedding_type": "rope" if m.mlp == Mlp.SWIGLU else "learned_absolute",
            "has_bias": m.mlp != Mlp.SWIGLU, "share_embeddings_and_output_weights": m.tied_embeddings,
-           "activations_checkpoint_granularity": {Recompute.FULL: "full", Recompute.SELECTIVE: "selective"}.get(
-               layout.recompute),
+           # NxD Training checkpoints full layers or core attention only: MLP recomputation becomes full (holds less)
+           "activations_checkpoint_granularity": {Recompute.FULL: "full", Recompute.SELECTIVE: "selective",
+                                                  Recompute.MLP: "full"}.get(layout.recompute),
            "fusions": {"flash_attention": True}}
     if m.moe:
         out["moe"] = {"num_experts": m.moe.experts, "top_k": m.moe.topk, "frequency": m.moe.layer_freq,

@@ -23,6 +23,11 @@ class Recompute(IntEnum):
     NONE = 0
     SELECTIVE = 1  # core attention recomputed (Korthikanti et al. 2022, sec. 4.2)
     FULL = 2  # every layer's forward recomputed from its stored input
+    # the MLP (dense MLP, or the MoE layer's experts) recomputed from its stored input, attention's activations
+    # kept: Megatron-Core's --recompute-granularity selective --recompute-modules mlp (moe for MoE layers);
+    # AXLearn's default remat policy (build_remat_spec saves only the q/k/v/o projections and the context) and
+    # MaxText's remat_policy save_dot_except_mlp in spirit
+    MLP = 3
 
 
 class Sharding(IntEnum):

@@ -21,6 +21,7 @@ from ..units import GiB
 from ..model.system import System
 from ..model.workload import Model
 from . import batch as batch_mod
+from . import bounded
 from . import search as search_mod
 from .forecast import result_from
 
@@ -67,6 +68,7 @@ class PlanOutcome:
     smallest: PlanPoint | None = None
     batch_cap: int = 0  # largest global batch tried (sequences); 0: pinned
     batch_cap_reason: str = ""
+    bounded: int = 0  # sizes that provably miss the deadline, decided by a lower bound without their best layout
 
 
 class _Sizer:
@@ -89,26 +91,62 @@ class _Sizer:
         self.node = system.chips_per_node
         self.max_nodes = max(1, system.max_chips // self.node)
         self.cache: dict[int, PlanPoint] = {}
+        self.beyond: dict[int, float] = {}  # nodes -> a lower bound of seconds to train, where that missed a deadline
         self.progress = progress
+        self.table = bounded.WorkTable(model, system, cal)
+        self._floor = None
 
     def __call__(self, nodes: int) -> PlanPoint:
         if nodes not in self.cache:
             self.cache[nodes] = self._best(nodes)
         return self.cache[nodes]
 
-    def _best(self, nodes: int) -> PlanPoint:
+    def meets(self, nodes: int, deadline_s: float) -> bool:
+        """Whether the best layout on `nodes` trains within `deadline_s` with faults. A size whose time without
+        faults is provably longer (bounded.floor_s_per_token_chip, else a bounded search that finds no layout
+        that fast) is decided without its best layout; the others are searched exactly."""
+        if nodes in self.cache:
+            return self.cache[nodes].expected_s <= deadline_s
+        if nodes in self.beyond:
+            return False
+        cutoff = deadline_s / self.tokens  # seconds per token without faults; with faults it is only longer
+        if self._floor is None:
+            self._floor = bounded.floor_s_per_token_chip(self.model, self.system, self.search_space, self.table)
+        floor = self._floor / (nodes * self.node)
+        if floor > cutoff:
+            self.beyond[nodes] = floor * self.tokens
+            return False
+        point = self._best(nodes, cutoff)
+        if isinstance(point, bounded.Beyond):
+            self.beyond[nodes] = point.s_per_token * self.tokens
+            return False
+        self.cache[nodes] = point
+        return point.expected_s <= deadline_s
+
+    def _search(self, chips: int, cutoff: float | None):
+        out = bounded.search(self.model, self.system, chips, self.cal, self.search_space, self.table, cutoff=cutoff)
+        if out is None:  # the bound did not hold for some layout: the exhaustive search decides
+            return search_mod.search(self.model, self.system, chips, self.cal, self.search_space,
+                                     objective="throughput", progress=self.progress)
+        if self.progress is not None and not isinstance(out, bounded.Beyond):
+            self.progress.add_total(out.considered)  # every candidate judged: evaluated or bounded away
+            self.progress.update(out.considered)
+        return out
+
+    def _best(self, nodes: int, cutoff: float | None = None):
         chips = nodes * self.node
         if self.progress is not None:
             self.progress.note(f"searching {nodes:,} nodes ({len(self.cache) + 1} sizes so far)")
-        out = search_mod.search(self.model, self.system, chips, self.cal, self.search_space, objective="throughput",
-                                progress=self.progress)
+        out = self._search(chips, cutoff)
+        if isinstance(out, bounded.Beyond):
+            return out
         if out.n_fit == 0:
             return PlanPoint(nodes, chips, None, why_nothing_fits(out, self.system), self.batch_cap)
         i = int(out.order[0])
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
         r = result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
                             "searched", free,
-                            summary={"candidates": out.considered, "valid": out.batch.size, "fit": out.n_fit,
+                            summary={"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
                                      "rejected": out.rejected})
         if self.rates is not None:
             r = replace(r, rates=self.rates)
@@ -145,7 +183,7 @@ def _finish(kind, size, ok, target, chosen_key) -> PlanOutcome:
     """An outcome over the sizes in `ok` (the ones that meet the target): the chosen, fastest and smallest."""
     return PlanOutcome(kind, min(ok, key=chosen_key), size.points(), target=target, searches=len(size.cache),
                        fastest=min(ok, key=lambda p: (p.expected_s, p.nodes)), smallest=min(ok, key=lambda p: p.nodes),
-                       batch_cap=size.batch_cap, batch_cap_reason=size.batch_cap_reason)
+                       batch_cap=size.batch_cap, batch_cap_reason=size.batch_cap_reason, bounded=len(size.beyond))
 
 
 def _cost_key(p: PlanPoint):
@@ -163,7 +201,7 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
     if not deadline_s or deadline_s <= 0:
         raise FlopcastError(f"`deadline` must be positive, got {deadline_s}")
     size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
-    meets = lambda n: size(n).expected_s <= deadline_s
+    meets = lambda n: size.meets(n, deadline_s)
     # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
     lo, hi, n = 0, None, 1
     while True:
@@ -175,6 +213,7 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
             break
         n = min(2 * n, size.max_nodes)
     if hi is None:
+        size(size.max_nodes)  # searched exactly even where a bound decided it, so the message names its time
         best = min(size.points(), key=lambda p: p.expected_s)
         if best.result is None:
             raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips: "
@@ -342,7 +381,8 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
 
 def _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens, output_tokens, seed,
                      inference_calibration=None):
-    """The ServingPoint of the cheapest deployment plan/deploy finds in the given (or default) formats."""
+    """The ServingPoint of the cheapest colocated deployment plan/deploy finds in the given (or default) formats
+    (its disaggregated units are left to `deploy`: a ServingPoint holds one kind of replica)."""
     from ..cost import inference as inf
     from . import deploy as D
 
@@ -350,12 +390,14 @@ def _best_deployment(model, system, config, weights, kv_dtype, requests, input_t
     ws = (weights or ("q4_0" if cpu else "bf16"),)
     kvs = (kv_dtype or ("fp16" if cpu else "bf16"),)
     o = D.deploy(model, system, config, input_tokens=input_tokens, output_tokens=output_tokens, weights=ws,
-                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration)
+                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration,
+                 disaggregate=False)
     if o.best is None:
         return f"no deployment meets the SLOs: {o.reason}"
     c = o.best.candidate
-    d = inf.deployment(model, system, chips=c.tp * max(c.replicas_per_instance, 1), tp=c.tp, weights=c.weights,
-                       kv_dtype=c.kv_dtype, inference_calibration=inference_calibration)
+    d = inf.deployment(model, system, chips=c.tp * c.pp * max(c.replicas_per_instance, 1), tp=c.tp,
+                       weights=c.weights, kv_dtype=c.kv_dtype, inference_calibration=inference_calibration, ep=c.ep,
+                       pp=c.pp)
     return ServingPoint(system, d, o.best.qps, True, o.verified or o.best.result)
 
 

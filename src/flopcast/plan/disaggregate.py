@@ -1,7 +1,8 @@
 """Disaggregated candidates of the deployment search: P prefill and D decode replicas per unit, units per instance.
 
 A unit of P prefill replicas (TP t_p) and D decode replicas (TP t_d) takes P t_p + D t_d chips; units that divide
-the instance's chips fill it, and the KV cache crosses the instance's scale-up fabric (NVLink, NeuronLink). The
+the instance's chips fill it, and the KV cache crosses the instance's scale-up fabric (NVLink, NeuronLink); units
+of whole-instance replicas (P + D instances, up to SPLIT_INSTANCES) send it over the scale-out network (EFA). The
 roofline bound of a unit is the slower pool (DistServe, Zhong et al. 2024, sec. 3-4: each pool is sized for its
 phase, and the unit's rate is the lesser of the two):
 
@@ -25,6 +26,7 @@ from ..simulate import serving as S
 from . import candidates as D
 
 SPLIT_UNITS = 8  # replicas per unit at most (P + D), e.g. 1P7D
+SPLIT_INSTANCES = 4  # instances per unit at most when each replica fills an instance (the KV cache over the network)
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,11 @@ class SplitCandidate(D.Candidate):
 
     @property
     def label(self) -> str:
-        return (f"{self.replicas_per_instance} x {self.prefill_replicas}P{self.decode_replicas}D per instance "
-                f"(prefill TP{self.prefill_tp}, decode TP{self.tp}), weights {self.weights}, KV {self.kv_dtype}, "
-                f"max batch {self.max_seqs}")
+        share = (f"{self.replicas_per_instance} x {self.prefill_replicas}P{self.decode_replicas}D per instance"
+                 if self.replicas_per_instance else
+                 f"{self.prefill_replicas}P{self.decode_replicas}D over {self.instances_per_replica} instances")
+        return (f"{share} (prefill TP{self.prefill_tp}, decode TP{self.tp}), weights {self.weights}, KV "
+                f"{self.kv_dtype}, max batch {self.max_seqs}")
 
 
 def _per_tp(bounded: list) -> dict:
@@ -77,6 +81,25 @@ def split_candidates(system, bounded: list) -> list:
                                        bound_batch=cd.bound_batch, prefill_s=cp.prefill_s, decode_s=cd.decode_s,
                                        prefill_replicas=p, decode_replicas=q, prefill_tp=tp_p)
                     out.append((c, S.disaggregated(dp, dd, p, q, Placement.SAME_INSTANCE)))
+    return out + _instance_units(system, per_tp.get(n))
+
+
+def _instance_units(system, whole) -> list:
+    """Units whose replicas each fill an instance (models too large to split finer): P + D instances, the KV cache
+    over the scale-out network."""
+    if whole is None or system.max_chips < 2 * system.chips_per_node:
+        return []
+    c0, d0 = whole
+    out = []
+    for p in range(1, SPLIT_INSTANCES):
+        for q in range(1, SPLIT_INSTANCES + 1 - p):
+            if math.gcd(p, q) > 1 or (p + q) * system.chips_per_node > system.max_chips:
+                continue
+            bound = D.BOUND_SLACK * min(p / c0.prefill_s, q / c0.decode_s)
+            c = SplitCandidate(c0.tp, c0.weights, c0.kv_dtype, c0.max_seqs, 0, p + q, bound_qps=bound,
+                               bound_batch=c0.bound_batch, prefill_s=c0.prefill_s, decode_s=c0.decode_s,
+                               prefill_replicas=p, decode_replicas=q, prefill_tp=c0.tp)
+            out.append((c, S.disaggregated(d0, d0, p, q, Placement.ACROSS_INSTANCES)))
     return out
 
 

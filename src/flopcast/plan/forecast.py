@@ -389,7 +389,8 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | str | None = None,
-          objective: str = "throughput", progress=None, shared=None, **layout) -> TrainResult:
+          objective: str = "throughput", progress=None, shared=None, exhaustive: bool = True, work_tables=None,
+          **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
@@ -398,6 +399,9 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     progress: a flopcast.progress.Progress that counts the searched candidates (optional).
     calibration: None (the shipped calibration), a Calibration, or the path of a file `flopcast calibrate` wrote.
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
+    exhaustive=False: the throughput search evaluates only the layouts a lower bound cannot rule out
+    (plan/bounded.py; the same layout, the counts of fitting layouts only of those evaluated); work_tables: a
+    dict the caller keeps to reuse bounded.WorkTable across calls (optional).
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -436,12 +440,25 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared)
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
+                     work_tables)
 
 
-def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None) -> TrainResult:
-    out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
-                            tokens=tokens)
+def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None,
+              exhaustive=True, work_tables=None) -> TrainResult:
+    out = None
+    if not exhaustive and objective == "throughput" and shared is None:
+        from . import bounded
+
+        tables = {} if work_tables is None else work_tables
+        table = tables.setdefault(repr((m, system, cal)), bounded.WorkTable(m, system, cal))
+        out = bounded.search(m, system, chips, cal, space, table)
+    if out is None:
+        out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
+                                tokens=tokens)
+    elif progress is not None:
+        progress.add_total(out.considered)
+        progress.update(out.considered)
     if out.n_fit == 0:
         reasons = search_mod.rejection_summary(out.rejected)
         if out.batch.size and out.results:
@@ -452,11 +469,15 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
         raise FlopcastError(f"no valid layout for {m.label} on {chips} {system.chip.id} chips "
                             f"({reasons or 'no candidates'})")
     i = int(out.order[0])
-    summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
+    if out.valid is None and out.fit is not None:  # bounded: the others cannot be faster (plan/bounded.py)
+        summary = {"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
+                   "rejected": out.rejected}
+        how = f"{out.considered:,} candidates, {out.batch.size:,} evaluated, the rest bounded away"
+    else:
+        summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
+        how = f"{out.considered:,} candidates, {out.n_fit:,} fit"
     return result_from(m, system, chips, out.batch, out.results, i, cal, tokens, "searched", free,
-                       notes=(f"layout searched over {', '.join(free)} ({out.considered:,} candidates, {out.n_fit:,} "
-                              f"fit)",),
-                       summary=summary)
+                       notes=(f"layout searched over {', '.join(free)} ({how})",), summary=summary)
 
 
 def default_tokens(model: Model) -> float:

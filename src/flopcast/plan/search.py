@@ -7,7 +7,6 @@ itself.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -23,6 +22,7 @@ from ..simulate import training
 from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
 from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
+from .rows import base_rows, divisor_tuple
 from .shared import SearchShare, SharedLayouts
 
 
@@ -73,27 +73,9 @@ def _pow2_upto(n: int) -> list[int]:
     return [2**i for i in range(int(math.log2(max(n, 1))) + 1)]
 
 
-def _prime_factors(n: int) -> dict[int, int]:
-    """{prime: exponent} of n >= 1 by trial division up to the square root of what is left, so a power of
-    two (a usual batch) takes a handful of steps; n is at most flopcast.limits' global batch (1e9)."""
-    out: dict[int, int] = {}
-    d = 2
-    while d * d <= n:
-        while n % d == 0:
-            out[d] = out.get(d, 0) + 1
-            n //= d
-        d += 1 if d == 2 else 2
-    if n > 1:
-        out[n] = out.get(n, 0) + 1
-    return out
-
-
 def _divisors(n: int) -> list[int]:
     """Every divisor of n, from its prime factorisation."""
-    divs = [1]
-    for p, k in _prime_factors(n).items():
-        divs = [d * p**e for d in divs for e in range(k + 1)]
-    return sorted(divs)
+    return list(divisor_tuple(n))
 
 
 def default_global_batches(model: Model, lo: int | None = None, hi: int | None = None) -> list[int]:
@@ -184,7 +166,7 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
     ch = _choices(model, system, chips, space)
     tally = _Tally()
     rows = _base_rows(model, chips, space, ch, allow_idle, tally)
-    if not rows:
+    if not len(rows):
         return LayoutBatch.of([]), tally.rejected, tally.considered
     base = np.array(rows, dtype=np.int64)
     pairs = _schedule_pairs(space, ch, len(base), tally)
@@ -201,27 +183,11 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
     return lb, tally.rejected, tally.considered
 
 
-def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow_idle: bool, tally: _Tally) -> list:
+def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow_idle: bool,
+               tally: _Tally) -> np.ndarray:
     """(tp, cp, pp, dp, global batch, micro-batch, ep, etp) rows: every degree and batch choice with its dp
-    degrees."""
-    rows = []
-    n_other = len(ch.vp) * len(ch.schedule) * ch.per_schedule_pair
-    for tp, cp, pp, gb, mb in itertools.product(ch.tp, ch.cp, ch.pp, ch.global_batch, ch.micro_batch):
-        dps = list(space.dp) if space.dp else _dp_degrees(chips // (tp * cp * pp), gb, mb, allow_idle)
-        if not dps:
-            tally.reject("more chips than the cluster has", 1)
-            continue
-        # etp = 1 is a choice of its own only where tp > 1 (with tp = 1 it is the default, 0)
-        etps = [e for e in ch.etp if space.etp or e != 1 or tp > 1]
-        for dp in dps:
-            # the expert layers fold etp x ep over the stage's tp x cp x dp ranks: only degrees dividing them
-            pairs = [(e, t) for e in ch.ep for t in etps
-                     if not model.moe or space.ep or (tp * cp * dp) % (e * (t or tp)) == 0]
-            if len(pairs) < len(ch.ep) * len(etps):
-                # each dropped pair stands for every combination of the remaining choices
-                tally.reject(EP_RULE, (len(ch.ep) * len(etps) - len(pairs)) * n_other)
-            rows += [(tp, cp, pp, dp, gb, mb, ep, etp) for ep, etp in pairs]
-    return rows
+    degrees (plan/rows.py, vectorized; _dp_degrees is the rule for one choice)."""
+    return base_rows(model, chips, space, ch, allow_idle, tally)
 
 
 def _dp_degrees(room: int, gb: int, mb: int, allow_idle: bool) -> list[int]:
@@ -231,7 +197,7 @@ def _dp_degrees(room: int, gb: int, mb: int, allow_idle: bool) -> list[int]:
     if room < 1:
         return []
     per_dp = gb // mb if gb % mb == 0 else 0
-    fitting = [d for d in _divisors(per_dp) if d <= room] if per_dp else []
+    fitting = [d for d in divisor_tuple(per_dp) if d <= room] if per_dp else []
     if not allow_idle:
         fitting = [d for d in fitting if d == room]
     return sorted({max(fitting), 2 ** int(math.log2(max(fitting)))} & set(fitting)) if fitting else [room]

@@ -8,6 +8,7 @@ report/plots.py; the page from report/html.py.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from .. import catalog
 from ..plan import forecast
@@ -172,6 +173,8 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
 
     pts = plots.serving_sweep(d, config, rates, requests=requests, input_tokens=input_tokens,
                               output_tokens=output_tokens, seed=seed)
+    band = plots.serving_band(d, config, rates, _serving_interval(d), requests=requests, input_tokens=input_tokens,
+                              output_tokens=output_tokens, seed=seed)
     rows = [(f"{q:.3g}", f"{r.output_tokens_per_s:,.0f}", _fmt(r.ttft_s["p90"] and r.ttft_s["p90"] * 1e3, "ms"),
              _fmt(r.tpot_s["p90"] and r.tpot_s["p90"] * 1e3, "ms"), _fmt(r.e2e_s["p50"], "s"),
              f"{100 * r.slo_attainment:.0f}") for q, r in pts]
@@ -186,7 +189,15 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
                    f"{seed}.",
                    header=["offered (requests/s)", "output tokens/s", "TTFT p90", "TPOT p90", "e2e p50", "SLO met (%)"],
                    rows=rows, figures=[plots.serving_figure(pts, config.slo_ttft_s, config.slo_tpot_s, title=head,
-                                                            marked_qps=marked_qps)])
+                                                            marked_qps=marked_qps, band=band)])
+
+
+def _serving_interval(d):
+    """The prediction interval of a serving forecast of deployment d (cost/uncertainty.py), or None."""
+    from ..cost import inference as inf
+    from ..cost.uncertainty import serving_interval
+
+    return serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
 
 
 def deploy_report(res, title: str | None = None) -> Report:
@@ -230,15 +241,17 @@ def _scaling_nodes(chips: int, system) -> list:
 def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM, chips=None, *, tokens=None,
                  serve_model=DEFAULT_SERVE_MODEL, serve_hardware=DEFAULT_SERVE_SYSTEM, serve_chips=DEFAULT_SERVE_CHIPS,
                  requests: int = 300, scaling_chips=None, layout=None, progress=None,
-                 calibration=None) -> Report:
+                 calibration=None, economics=None) -> Report:
     """All of flopcast's figures for one training scenario and one serving deployment.
 
     scaling_chips: cluster sizes (chips, rounded up to whole nodes) of the scaling, Pareto and goodput
     curves; default 1/8x to 8x the job's chips. layout: layout fields pinned (as forecast.train takes them).
     calibration: a file `flopcast calibrate` wrote, replacing the shipped calibration of its kind (training or
-    serving); None: the shipped ones.
+    serving); None: the shipped ones. economics: the user's price_per_hour (USD per node-hour), power_w (per chip)
+    and pue, replacing the catalog's in every training cost and energy (cost/economics.rates_for).
     """
     from ..cost import calibrations
+    from ..cost import economics as economics_mod
     from ..cost import inference as inf
     from ..plan import capacity
     from ..simulate import serving as S
@@ -254,7 +267,11 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
     say(1, total, "training configuration (layout search)")
     layout = dict(layout or {})
     cal, engines = calibrations.pair(calibration)
+    given = {k: v for k, v in (economics or {}).items() if v is not None}
+    rates = economics_mod.rates_for(system, **given) if given else None
     r = forecast.train(m, system, chips, tokens=n_tokens, calibration=cal, **layout)
+    if rates is not None:
+        r = replace(r, rates=rates)
     header, rows = train_table(r)
     rep.add("Training configuration",
             f"The fastest layout that fits {m.label} on {r.chips:,} {system.chip.id} chips ({system.id}), "
@@ -268,7 +285,7 @@ def build_report(model=forecast.DEFAULT_MODEL, hardware=forecast.DEFAULT_SYSTEM,
                        f"{', '.join(f'{n * system.chips_per_node:,}' for n in nodes)} chips)")
     try:
         space = forecast.layout_space(**{k: v for k, v in layout.items() if k != "dp"})  # dp follows the cluster size
-        out = capacity.pareto(m, system, n_tokens, cal, space, sizes=nodes)
+        out = capacity.pareto(m, system, n_tokens, cal, space, sizes=nodes, rates=rates)
     except FlopcastError as exc:
         rep.add("Scaling and cost", f"Not drawn: {exc}")
         out = None

@@ -51,7 +51,7 @@ def _cell(value, col: Column) -> str:
 def _split(cell: str) -> tuple[str, str]:
     """The cell's integer part and its decimal point with what follows ('1,234.5' -> '1,234', '.5')."""
     head, dot, tail = cell.partition(".")
-    return (head, dot + tail) if head.replace(",", "").lstrip("-").isdigit() else (cell, "")
+    return (head, dot + tail) if head.replace(",", "").lstrip("-+").isdigit() else (cell, "")
 
 
 def _numeric(cells: list[str], header: str, decimal: bool = True) -> list[str]:

@@ -54,3 +54,8 @@ class Engine:
     @property
     def pending(self) -> int:
         return len(self._heap)
+
+    @property
+    def pending_events(self) -> list:
+        """The heap itself (read only: truthy while any event is pending), for a hot loop's emptiness test."""
+        return self._heap

@@ -55,6 +55,7 @@ class Layer:
     wgrad: np.ndarray  # the weight-gradient GEMMs inside bwd (DualPipe's W)
     attn_fwd: np.ndarray
     selective_fwd: np.ndarray  # what selective recomputation repeats: core attention (MLA: + up-projections, norms)
+    mlp_fwd: np.ndarray  # what MLP recomputation repeats: the MLP's (MoE: router and experts') GEMMs and kernels
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
@@ -178,6 +179,15 @@ def _elementwise_time(model: Model, chip, fam, cal: Calibration, x: dict, act_el
                                bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
 
 
+def _mlp_elementwise_time(model: Model, chip, fam, cal: Calibration, x: dict, act_elems):
+    """The MLP's share of `_elementwise_time`: its norm (read+write h, replicated unless sequence parallel) and
+    its activation kernels (split by tp)."""
+    h, tp = model.hidden, x["tp"]
+    elems = 2.0 * h / np.where(x["sp"], tp, 1.0) + act_elems / tp
+    return compute.memory_time(x["T"] * elems * memory.ACT_BYTES * cal.elementwise_traffic,
+                               bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory)
+
+
 def _tp_comm(model: Model, system: System, cal: Calibration, x: dict, moe_layer: bool):
     """Tensor parallel: 2 all-reduces (or all-gather + reduce-scatter with sp) forward, 2 backward
     (Shoeybi et al. 2019, Fig. 4; Korthikanti et al. 2022, sec. 4.2.2). An MoE layer's MLP half is the expert
@@ -239,8 +249,10 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     g = _Gemms(gemm_kwargs(chip, fam, x), np.zeros_like(T))
     d_qk, d_v, up_fwd = _attention_projections(g, model, x)
     attn_fwd, attn_flops, attn_bwd_factor = _attention_core(model, chip, fam, x, d_qk, d_v, sliding, software)
+    before_mlp = g.fwd
     act_elems = _mlp(g, model, cal, x, moe_layer)
     elem_fwd = _elementwise_time(model, chip, fam, cal, x, act_elems)
+    mlp_fwd = g.fwd - before_mlp + _mlp_elementwise_time(model, chip, fam, cal, x, act_elems)
     overhead = KERNELS_PER_LAYER * cal.op_overhead_s
     fwd = g.fwd + attn_fwd + elem_fwd + overhead / 3.0
     if moe_layer:
@@ -257,6 +269,6 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, g.flops + attn_flops, attn_flops,
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, g.flops + attn_flops, attn_flops,
                  _tp_comm(model, system, cal, x, moe_layer), _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor),
                  ep_comm)

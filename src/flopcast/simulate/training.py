@@ -134,13 +134,21 @@ def _layer_kinds(c: _Ctx) -> list[tuple[float, bool, Layer]]:
     """(layers of this kind, MoE?, its times) for each kind of layer the model has."""
     xu = {k: v[c.first] for k, v in c.x.items()}
     kinds = []
-    share_sliding = c.model.sliding_share
-    for moe_layer, count in ((False, c.model.dense_layers), (True, c.model.moe_layers)):
-        for sliding, share in ((False, 1.0 - share_sliding), (True, share_sliding)):
-            if count and share > 0:
-                layer = layer_times(c.model, c.system, c.cal, xu, moe_layer, sliding, c.software)
-                kinds.append((count * share, moe_layer, Layer(**{k: c.spread(v) for k, v in layer.__dict__.items()})))
+    for n, moe_layer, sliding in _kinds(c.model):
+        layer = layer_times(c.model, c.system, c.cal, xu, moe_layer, sliding, c.software)
+        kinds.append((n, moe_layer, Layer(**{k: c.spread(v) for k, v in layer.__dict__.items()})))
     return kinds
+
+
+def _kinds(model: Model) -> list[tuple[float, bool, bool]]:
+    """(layers of this kind, MoE?, sliding-window?) for each kind of layer the model has."""
+    out = []
+    for moe_layer, count in ((False, model.dense_layers), (True, model.moe_layers)):
+        for sliding, share in ((False, 1.0 - model.sliding_share), (True, model.sliding_share)):
+            if count and share > 0:
+                out.append((count * share, moe_layer, sliding))
+    return out
+
 
 
 def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
@@ -175,16 +183,21 @@ def _per_layer(kinds, L, attr):
 def _layer_time(c: _Ctx, kinds) -> dict:
     """Per layer (averaged over the kinds) per micro-batch: compute, recompute and the exposed communication.
 
-    The expert-parallel all-to-all is exposed but for the calibrated overlap share; under DualPipe and combined
-    1F1B, in the paired share of micro-batches, it runs beside another micro-batch's compute (which then has
-    the SMs the all-to-all leaves it) and only the excess over that compute is exposed."""
+    The expert-parallel all-to-all is exposed in full; under DualPipe and combined 1F1B, in the paired share of
+    micro-batches, it runs beside another micro-batch's compute (which then has the SMs the all-to-all leaves it)
+    and only the excess over that compute is exposed."""
     L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
-    fwd, bwd, selective = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd"))
-    rec = np.where(c.full_rec, fwd, np.where(c.lb.recompute == Recompute.SELECTIVE, selective, 0.0))
-    rec_comm = np.where(c.full_rec, 1.5, 1.0)
-    tp_c = _per_layer(kinds, L, "tp_comm") * rec_comm * exposed
+    fwd, bwd, selective, mlp = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd"))
+    rc = c.lb.recompute
+    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(rc == Recompute.MLP, mlp,
+                                                                                             0.0)))
+    # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
+    # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
+    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation
+    mlp_rec = rc == Recompute.MLP
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec, 1.25, 1.0)) * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
-    a2a = _per_layer(kinds, L, "ep_comm") * rec_comm
+    a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
     # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel
     # (EP) Communication Overlap": --overlap-moe-expert-parallel-comm; "EP All-to-All can consume 30-40% of
@@ -388,6 +401,33 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     return _result(c, parts, mem)
 
 
+def memory_bytes(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+                 reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> np.ndarray:
+    """Bytes per chip of every layout, `evaluate`'s memory without its times (the same formulas: which layouts
+    fit, at a fraction of the work)."""
+    c = _context(model, system, lb, cal, software, True)
+    kinds = [(n, is_moe, None) for n, is_moe, _ in _kinds(model)]  # _memory reads counts and kinds only
+    L, pp, v = model.layers, c.f["pp"], c.v
+    stage_layers = np.where(v > 1, np.ceil(L / (pp * v)) * v, np.ceil(L / pp))
+    dense_params, expert_params, layer_dense = _stage_params(c, stage_layers)
+    return sum(_memory(c, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes).values())
+
+
+def microbatch_work_s(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+                      software: Software = MODERN_SOFTWARE) -> np.ndarray:
+    """Seconds one micro-batch spends in every layer and both edges (forward, backward, recomputation, exposed
+    tensor- and context-parallel communication), per layout; it reads LAYER_FIELDS and the recomputation only.
+
+    A lower bound the planner prunes with (plan/bounded.py): `evaluate`'s step is m W / pp (compute, recompute,
+    comm/tp, comm/cp; comm/ep >= 0 left out) plus the imbalance (t_max >= t_avg), the bubble ((pp - 1) / v t_max
+    for 1F1B and interleaved), pipeline and data-parallel communication, optimizer and overhead, none negative."""
+    c = _context(model, system, lb, cal, software, True)
+    kinds = _layer_kinds(c)
+    t_embed, t_logits = _edges(c, kinds)
+    lt = _layer_time(c, kinds)
+    return model.layers * (lt["fwd"] + lt["bwd"] + lt["rec"] + lt["tp"] + lt["cp"]) + t_embed + t_logits
+
+
 def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     step = sum(parts.values())
     mem_total = sum(mem.values())
@@ -396,8 +436,10 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     tokens = f["global_batch"] * model.seq_len
     flops_per_token = model_flops_per_token(model)
     model_flops_rate = tokens * flops_per_token / step / chips
+    rc = c.lb.recompute
     rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
-                               np.where(c.lb.recompute == Recompute.SELECTIVE, _selective_flops_per_token(model), 0.0))
+                               np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
+                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model), 0.0)))
     return dict(
         step_time_s=step,
         time_parts=parts,
@@ -436,6 +478,12 @@ def _selective_flops_per_token(model: Model) -> float:
     a = model.mla
     up = a.q_lora_rank * model.q_dim + a.kv_lora_rank * model.heads * (a.qk_nope_head_dim + a.v_head_dim)
     return 2.0 * up * (model.layers + model.mtp_layers)
+
+
+def _mlp_flops_per_token(model: Model) -> float:
+    """FLOPs per token MLP recomputation repeats: the forward of the MLP's weights a token passes (2 per weight;
+    MoE layers: router, top-k routed and shared experts)."""
+    return 2.0 * params.mlp_matmul_params_per_token(model)
 
 
 def model_flops_per_token(model: Model) -> float:

@@ -218,10 +218,10 @@ def variant(system_name: str, overrides: dict, folder: Path | None = None) -> Sy
         system_data = {"base": base_ref(system_name, base), **system_fields(base, changes)}
         if chip_data:
             chip_path = where / "variant-chip.yaml"
-            chip_path.write_text(yaml.safe_dump({"base": chip_ref(base), **chip_data}, sort_keys=False))
+            chip_path.write_text(_dump({"base": chip_ref(base), **chip_data}))
             system_data["chip"] = str(chip_path)
         path = where / "variant-system.yaml"
-        path.write_text(yaml.safe_dump(system_data, sort_keys=False))
+        path.write_text(_dump(system_data))
         try:
             out = catalog.load_system(str(path))
         except FlopcastError as exc:
@@ -231,6 +231,12 @@ def variant(system_name: str, overrides: dict, folder: Path | None = None) -> Sy
     chip = replace(out.chip, id=f"{base.chip.id} what-if" if chip_data else base.chip.id,
                    name=f"{base.chip.name} (what-if)" if chip_data else base.chip.name)
     return replace(out, id=name, name=f"{base.name} (what-if)", chip=chip)
+
+
+def _dump(data: dict) -> str:
+    """YAML text of a variant file (libyaml's emitter where PyYAML has it: the sweep writes one file per variant)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(data, Dumper=dumper, sort_keys=False)
 
 
 class _Keep:

@@ -19,6 +19,7 @@ from .. import catalog
 from ..cost import inference as inf
 from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
+from . import benchmark
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
     "measured_decode_tokens_per_s_per_stream": "decode_tokens_per_s_per_stream",
@@ -54,12 +55,25 @@ def check_columns(header, path) -> None:
 
 
 def _read(path) -> list[dict]:
+    """The rows of one serving CSV, or of several (a list, or a short name such as `inference`: both files)."""
+    from .rows import resolve_files
     from .training import read_table, require_rows
 
-    header, rows = read_table(path)
-    check_columns(header, path)
-    require_rows(rows, path)
-    return rows
+    out = []
+    for p in (list(path) if isinstance(path, (list, tuple)) else resolve_files(path)):
+        header, rows = read_table(p)
+        check_columns(header, p)
+        require_rows(rows, p)
+        out.extend(rows)
+    return out
+
+
+def data_name(path) -> str:
+    """The file names a fit's provenance records: one, or several joined by ' + '."""
+    from .rows import resolve_files
+
+    paths = list(path) if isinstance(path, (list, tuple)) else resolve_files(path)
+    return " + ".join(Path(p).name for p in paths)
 
 
 def _int(row, key):
@@ -147,7 +161,13 @@ def configure(row, efficiency_table=None):
 
 
 def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
+    """(figures, assumptions, deployment) of a row: simulated under its benchmark's load when it states one
+    (validate/benchmark.py), else one static batch of requests of fixed shape by the roofline."""
     d, b, i, o, assumed = configure(row, efficiency_table)
+    load, notes = benchmark.load_of(row, b)
+    if load is not None:
+        result = benchmark.simulate_row(d, load, b, i, o)
+        return benchmark.figures(result, load, i), assumed + notes + [benchmark.describe(load)], d
     r = inf.predict(d, b, i, o)
     figures = {
         "decode_tokens_per_s_per_stream": r.decode_tokens_per_s_per_stream,
@@ -244,59 +264,81 @@ def validate_inference(path, calibration=None) -> dict:
 
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
-    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0)
+    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_overhead_s": (1e-6, 1e-2),
+    "moe_expert_overhead_s": (1e-8, 1e-3),
 }
+FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_overhead_s": inf.STATIC_SHAPE_FAMILIES,
+               "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
 
 
-def fit_families(rows, families=inf.ENGINE_FAMILIES) -> dict:
-    """family -> EngineEfficiency minimising squared log error of every measured figure (scipy least_squares)."""
-    from scipy.optimize import least_squares
+def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: dict | None = None, start: dict | None = None) -> dict:
+    """family -> EngineEfficiency minimising squared log error of every measured figure (scipy least_squares).
 
+    cache: {(family, its rows' ids): fit} shared by the folds of a cross-validation, so a family whose rows a fold
+    leaves unchanged is not fitted again; start: family -> EngineEfficiency to start from (the full fit, for the
+    folds); the objective, and so the optimum, is the same from any start."""
+    cache = {} if cache is None else cache
     table = {}
+    mine_of: dict[str, list] = {}
+    for row in rows:
+        try:
+            d, *_ = configure(row, {})
+        except (FlopcastError, KeyError, ValueError):
+            continue
+        mine_of.setdefault(d.family, []).append(row)
     for fam in families:
-        prior = inf.PRIORS[fam]
-        names = [n for n in _FREE if not (n == "thread_weights_per_cycle" and fam != "llama.cpp")]
-        mine = []
-        for row in rows:
-            try:
-                d, *_ = configure(row, {})
-            except (FlopcastError, KeyError, ValueError):
-                continue
-            if d.family == fam:
-                mine.append(row)
+        mine = mine_of.get(fam)
         if not mine:
             continue
-        x0 = np.log([getattr(prior, n) for n in names])
-        lo = np.log([_FREE[n][0] for n in names])
-        hi = np.log([_FREE[n][1] for n in names])
-
-        def residuals(x, prior=prior, names=names, mine=mine, fam=fam, x0=x0):  # this family's, bound now
-            eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
-            res = []
-            for r in _compare(mine, {fam: eff}):
-                if r["status"] == "ok":
-                    res.append(math.log(r["predicted"] / r["measured"]))
-            return np.concatenate([res, PRIOR_WEIGHT * (x - x0)])
-
-        sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE)
-        table[fam] = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(sol.x)))})
+        key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
+        if key not in cache:
+            cache[key] = _fit_family(fam, mine, (start or {}).get(fam))
+        table[fam] = cache[key]
     return table
 
 
-def fit_inference(path, out_path=CAL_PATH) -> dict:
-    """Fit every engine family on `path` and write inference_calibration.yaml with provenance."""
+FIT_STEP = 1e-3  # finite-difference step in log parameters (a simulated row's figures move in small discrete steps)
+FIT_TOLERANCE = 1e-6
+
+
+def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
+    """One engine family's efficiencies on its rows, regularised towards its prior."""
+    from scipy.optimize import least_squares
+
+    prior = inf.PRIORS[fam]
+    names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
+    x0 = np.log([getattr(prior, n) for n in names])
+    lo = np.log([_FREE[n][0] for n in names])
+    hi = np.log([_FREE[n][1] for n in names])
+    xs = x0 if start is None else np.clip(np.log([getattr(start, n) for n in names]), lo, hi)
+
+    def residuals(x):
+        eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
+        res = [math.log(r["predicted"] / r["measured"]) for r in _compare(mine, {fam: eff}) if r["status"] == "ok"]
+        return np.concatenate([res, PRIOR_WEIGHT * (x - x0)])
+
+    sol = least_squares(residuals, xs, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE,
+                        diff_step=FIT_STEP, xtol=FIT_TOLERANCE, ftol=FIT_TOLERANCE)
+    return inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(sol.x)))})
+
+
+def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_validation: dict | None = None) -> dict:
+    """Fit every engine family on `path` and write inference_calibration.yaml with provenance.
+
+    cache: as fit_families; cross_validation: cross_validate_inference's result on the same file, when already made."""
     import yaml
 
     out_path = CAL_PATH if out_path is None else out_path
     rows = _read(path)
-    table = fit_families(rows)
+    cache = {} if cache is None else cache
+    table = fit_families(rows, cache=cache)
     summary = summarize(_compare(rows, table))
-    cv = cross_validate_inference(path)["summary"]
+    cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
     doc = {
         "provenance": {
-            "data": Path(path).name, "rows": len(rows), "fitted": datetime.date.today().isoformat(),
+            "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
             "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on "
                       f"log(predicted/measured) of every measured figure, "
                       f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
@@ -325,14 +367,18 @@ def _family_of(row):
         return None
 
 
-def cross_validate_inference(path) -> dict:
-    """Leave-one-source-out: fit on the other sources, predict the held-out source's figures."""
+def cross_validate_inference(path, *, cache: dict | None = None, start: dict | None = None) -> dict:
+    """Leave-one-source-out: fit on the other sources, predict the held-out source's figures.
+
+    cache, start: as fit_families (a calibration passes its own; else the full fit is made first to start from)."""
     rows = _read(path)
+    cache = {} if cache is None else cache
+    start = fit_families(rows, cache=cache) if start is None else start
     out = []
     for src in sorted({r["source"] for r in rows}):
         train = [r for r in rows if r["source"] != src]
         held = [r for r in rows if r["source"] == src]
-        table = fit_families(train)
+        table = fit_families(train, cache=cache, start=start)
         seen = _chips_per_family(train)
         for r in _compare(held, table):
             if r["status"] == "ok":

@@ -110,14 +110,50 @@ def source_date(row: dict) -> dt.date | None:
     return None
 
 
+# Training frameworks a row may name (its `framework` column, else a word of its source, locator or notes), and
+# how each gathers ZeRO-3 / FSDP parameters. DeepSpeed's ZeRO-3 fetches each module's parameter tensors on
+# their own and prefetches stage3_prefetch_bucket_size parameters ahead, 5e7 by default
+# (deepspeed/runtime/zero/config.py, still the default), so most of a large layer is gathered behind no compute;
+# PyTorch FSDP gathers one flat parameter per wrapped block and prefetches the next block (backward_prefetch
+# BACKWARD_PRE, forward_prefetch; Zhao et al. 2023 sec. 3.3.2), as do Megatron-Core's FSDP and XLA's FSDP
+# (MaxText, AXLearn: the latency-hiding scheduler issues the next layer's all-gather during this one's compute).
+_FRAMEWORK = re.compile(r"\b(deepspeed|fsdp|maxtext|axlearn|megatron|nemo|neuron)", re.IGNORECASE)
+DEEPSPEED_ZERO3 = dict(zero3_gathers_per_layer=ERA_2021_SOFTWARE.zero3_gathers_per_layer,
+                       zero3_prefetch_params=ERA_2021_SOFTWARE.zero3_prefetch_params)
+BLOCK_PREFETCH_ZERO3 = dict(zero3_gathers_per_layer=MODERN_SOFTWARE.zero3_gathers_per_layer,
+                            zero3_prefetch_params=MODERN_SOFTWARE.zero3_prefetch_params)
+
+
+def framework_of(row: dict) -> str:
+    """The training framework a row names, lower case: its `framework` column, else the first known framework
+    named in its source, locator or notes; "" when none is named."""
+    for text in (row.get("framework"), row.get("source"), row.get("source_locator"), row.get("notes")):
+        m = _FRAMEWORK.search(text or "")
+        if m:
+            return m.group(1).lower()
+    return ""
+
+
+def before_software_cutoff(row: dict) -> bool:
+    """Whether a row's source is dated before sequence parallelism, selective recomputation and FlashAttention."""
+    d = source_date(row)
+    return d is not None and d < SOFTWARE_CUTOFF
+
+
 def software_of(row: dict) -> Software:
-    """The framework features a row's run could have had, from its source's date (never its measurement)."""
+    """The framework features a row's run could have had, from its source's date (never its measurement), with
+    the ZeRO-3 gathering of the framework it names (the date's default otherwise)."""
     d = source_date(row)
     if d is None:
-        return MODERN_SOFTWARE
-    if d < SOFTWARE_CUTOFF:
-        return ERA_2021_SOFTWARE
-    return EVEN_PIPELINE_SOFTWARE if d < UNEVEN_PIPELINE_SINCE else MODERN_SOFTWARE
+        base = MODERN_SOFTWARE
+    elif before_software_cutoff(row):
+        base = ERA_2021_SOFTWARE
+    else:
+        base = EVEN_PIPELINE_SOFTWARE if d < UNEVEN_PIPELINE_SINCE else MODERN_SOFTWARE
+    framework = framework_of(row)
+    if framework == "deepspeed":
+        return replace(base, **DEEPSPEED_ZERO3)
+    return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
 
 
 @dataclass(frozen=True)
@@ -211,7 +247,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         raise FlopcastError(f"cuda_graphs {row['cuda_graphs'].strip()!r} is not one of none, partial (or blank)")
     if graphs == "partial":
         software = replace(software, moe_cuda_graphs=True)
-    if software == ERA_2021_SOFTWARE:
+    if before_software_cutoff(row):
         pinned["sequence_parallel"] = (0,)
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
         if "recompute" not in pinned:

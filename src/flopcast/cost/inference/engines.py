@@ -23,9 +23,13 @@ class EngineEfficiency:
     layer_overhead_s: float = 20e-6  # fixed cost per layer per forward pass (launches, syncs)
     request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
     thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
+    # static-shape engines: fixed seconds per expert block of the blockwise MoE context-encoding kernel (roofline.py)
+    moe_block_overhead_s: float = 0.0
+    # static-shape engines: fixed seconds per expert a decode pass's MoE kernel runs (touched experts, roofline.py)
+    moe_expert_overhead_s: float = 0.0
 
 
-ENGINE_FAMILIES = ("llama.cpp", "neuronx", "gpu")
+ENGINE_FAMILIES = ("llama.cpp", "neuronx", "neuronx-v3", "gpu")
 # Priors (the fit is regularised towards them; used alone for a family with no rows):
 # llama.cpp: decode reaches ~80% of STREAM bandwidth at full socket (Arm/llama.cpp
 # Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
@@ -34,7 +38,8 @@ ENGINE_FAMILIES = ("llama.cpp", "neuronx", "gpu")
 # Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
-    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0),
+    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 1e-4, 5e-6),
+    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 1e-4, 5e-6),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
 
@@ -47,13 +52,21 @@ def engine_family(engine: str | None, system: System) -> str:
     `engine` (the serving software's name) is kept only for the assumptions printed."""
     if system.chip.kind == "cpu":
         return "llama.cpp"
-    return "neuronx" if system.chip.family in ("trainium", "inferentia") else "gpu"
+    if system.chip.family in ("trainium", "inferentia"):
+        return "neuronx-v3" if system.chip.id in NEURON_CORE_V3 else "neuronx"
+    return "gpu"
 
 
-STATIC_SHAPE_FAMILIES = ("neuronx",)
+# chips of NeuronCore-v3 (Neuron docs, "Trainium2 Architecture"; Trainium3 keeps the generation's compiler and
+# kernels): their engines are their own family; Inferentia2 and Trainium1 are NeuronCore-v2 ("neuronx")
+NEURON_CORE_V3 = ("trainium2", "trainium3")
+RELATIVES = {"neuronx-v3": "neuronx"}  # a family without rows borrows its predecessor's fit first
 
 
-ACCELERATOR_FAMILIES = ("neuronx", "gpu")
+STATIC_SHAPE_FAMILIES = ("neuronx", "neuronx-v3")
+
+
+ACCELERATOR_FAMILIES = ("neuronx", "neuronx-v3", "gpu")
 
 
 def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str | None]:
@@ -65,6 +78,9 @@ def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str |
     bandwidth share say more about another accelerator's than a guessed prior does."""
     if family in table:
         return table[family], None
+    if RELATIVES.get(family) in table:
+        return table[RELATIVES[family]], (f"engine family {family} has no calibration rows: efficiencies of its "
+                                          f"predecessor {RELATIVES[family]} (fitted) used")
     kin = [f for f in ACCELERATOR_FAMILIES if f != family and f in table] if family in ACCELERATOR_FAMILIES else []
     if not kin:
         return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"

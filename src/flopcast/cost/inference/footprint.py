@@ -32,20 +32,27 @@ def replica_weight_bytes(d: Deployment) -> float:
     return experts + (w - experts) * d.ep
 
 
-def memory(d: Deployment, batch, context) -> tuple[dict, float]:
-    """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other."""
+def memory(d: Deployment, batch, context, shared_tokens: int = 0) -> tuple[dict, float]:
+    """Bytes the replica holds: weights, KV cache of `batch` sequences of `context` tokens, other.
+
+    shared_tokens: a prefix every sequence shares (prefix caching): its KV blocks are held once, not per sequence."""
     m = d.model
     weights = replica_weight_bytes(d)
-    kv = float(batch) * float(effective_context(m, context)) * d.kv_bytes_per_token
+    ctx = float(effective_context(m, context))
+    shared = min(float(shared_tokens), ctx)
+    kv = (float(batch) * (ctx - shared) + shared) * d.kv_bytes_per_token
     other = reserve_bytes(d) + 4.0 * batch * m.hidden * 2.0 * min(context, 4096)
     return {"weights": weights, "kv_cache": kv, "other": other}, d.memory_capacity
 
 
-def max_batch(d: Deployment, context) -> int:
-    """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights."""
+def max_batch(d: Deployment, context, shared_tokens: int = 0) -> int:
+    """Largest batch whose KV cache for `context` tokens per sequence fits beside the weights (a shared prefix of
+    `shared_tokens` held once)."""
     m = d.model
-    free = d.memory_capacity - reserve_bytes(d) - replica_weight_bytes(d)
-    per_seq = float(effective_context(m, context)) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
+    ctx = float(effective_context(m, context))
+    shared = min(float(shared_tokens), ctx)
+    free = d.memory_capacity - reserve_bytes(d) - replica_weight_bytes(d) - shared * d.kv_bytes_per_token
+    per_seq = (ctx - shared) * d.kv_bytes_per_token + 8.0 * m.hidden * min(context, 4096)
     return max(0, int(free // per_seq))
 
 

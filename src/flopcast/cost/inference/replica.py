@@ -259,7 +259,8 @@ def _layout_notes(d: Deployment) -> list[str]:
     if d.pp > 1:
         notes.append(f"pipeline of {d.pp} stages x TP{d.tp}: {d.pp} batches in flight (vLLM virtual engines), each "
                      f"with 1/{d.pp} of the KV cache and --max-num-seqs; a pass crosses every stage (+{d.pp - 1} "
-                     "activation sends); stalls between batches of unequal length are not modelled")
+                     "activation sends); stalls between batches of unequal length are not modelled; `infer` times one "
+                     "batch in the pipeline (the other stages idle: the bubble)")
     if d.expert_parallel:
         notes.append(f"expert parallel over {d.ep} chips: {model.moe.experts // d.ep} routed experts per chip, "
                      "attention, dense layers and shared experts copied on each, every chip its own sequences and "
@@ -285,6 +286,8 @@ def calibration_basis(d: Deployment) -> str:
     if not fitted_on:
         return f"engine family {d.family}: no calibration rows; efficiencies as stated above"
     if chip in fitted_on:
-        return f"efficiencies of engine family {d.family} fitted on inference_runs.csv rows, {chip} among them"
+        return (f"efficiencies of engine family {d.family} fitted on the serving validation rows (inference_runs.csv, "
+                f"more_inference_runs.csv), {chip} among them")
     return (f"no measured {chip} serving runs: engine family {d.family} efficiencies fitted on "
-            f"{', '.join(fitted_on)} rows of inference_runs.csv, with {chip}'s own peaks, bandwidth and links")
+            f"{', '.join(fitted_on)} rows of the serving validation files, with {chip}'s own peaks, bandwidth and "
+            "links")

@@ -69,32 +69,40 @@ class InferenceResult:
         }
 
 
-def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int) -> InferenceResult:
+def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int,
+            prefix_tokens: int = 0) -> InferenceResult:
     """TTFT, TPOT, throughput, memory and cost of `batch` requests of fixed shape on one replica.
 
-    TPOT is the decode step at the mean KV window of the request (decode_window)."""
+    TPOT is the decode step at the mean KV window of the request (decode_window). prefix_tokens: a prefix every
+    prompt shares, already cached (prefix caching): not prefilled, its KV held once."""
     if batch < 1:
         raise FlopcastError(f"--batch must be a positive integer, got {batch}")
     if input_tokens < 0 or output_tokens < 1:
         raise FlopcastError("--input-tokens must be >= 0 and --output-tokens >= 1")
-    t_pre, pre_parts = prefill_time(d, batch, input_tokens)
+    if prefix_tokens < 0:
+        raise FlopcastError(f"--prefix-tokens must be >= 0, got {prefix_tokens}")
+    cached = min(prefix_tokens, max(0, input_tokens - 1))
+    t_pre, pre_parts = prefill_time(d, batch, input_tokens, cached)
     t_pre = float(t_pre)
     ttft = t_pre + d.efficiency.request_overhead_s
     t_dec, dec_parts = decode_time(d, batch, decode_window(d, input_tokens, output_tokens))
     tpot = float(t_dec)
     total = batch / tpot
     price = d.price_per_hour
-    mem, cap = memory(d, batch, input_tokens + output_tokens)
+    mem, cap = memory(d, batch, input_tokens + output_tokens, cached)
     fits = sum(mem.values()) <= cap
     # a deployment that does not fit serves nothing: no cost per token
     cost = None if price is None or not fits else price / 3600.0 / (total * d.replicas) * 1e6
     notes = list(d.assumptions)
+    if cached:
+        notes.append(f"prefix caching: the first {cached} prompt tokens of every request are cached (not prefilled; "
+                     "their KV blocks held once, as vLLM's automatic prefix caching shares them)")
     if not fits:
         notes.append(f"does not fit: needs {sum(mem.values()) / 2**30:.1f} GiB of {cap / 2**30:.1f} GiB")
     return InferenceResult(
         d, batch, input_tokens, output_tokens, ttft, tpot, t_pre, ttft + (output_tokens - 1) * tpot,
         1.0 / tpot, total, batch * max(input_tokens, 1) / t_pre, mem, cap, fits,
-        max_batch(d, input_tokens + output_tokens), cost,
+        max_batch(d, input_tokens + output_tokens, cached), cost,
         {k: float(v) for k, v in dec_parts.items()}, {k: float(v) for k, v in pre_parts.items()}, tuple(notes),
         serving_interval(d.system.chip.id, d.family, calibration_hardware(), bool(d.model.moe)))
 

@@ -84,15 +84,56 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     parts["comm/pp"] = ((d.pp - 1) * p2p_time(new_tokens * h * act, d.tp, d.system, d.calibration) if d.pp > 1
                         else 0.0 * new_tokens)
     parts["overhead"] = m.layers * d.efficiency.layer_overhead_s + 0.0 * new_tokens
+    if uses_moe_blocks(d):
+        parts["moe/blocks"] = moe_block_time(d, new_tokens)
     total = sum(parts.values())
     return total, parts
 
 
-def prefill_time(d: Deployment, batch, input_tokens):
-    """Seconds to prefill `batch` prompts of `input_tokens` (causal: I^2/2 pairs each), pass only."""
+MOE_BLOCK_TOKENS = 512  # NxD Inference's default block size of the blockwise MoE matmul (blockwise_matmul_config)
+MOE_BLOCKWISE_ABOVE = 128  # passes of more tokens take the context-encoding (CTE) kernel ("T > 128")
+
+
+def moe_block_time(d: Deployment, new_tokens):
+    """Seconds of fixed cost of the blockwise MoE kernel a static-shape engine runs in context encoding.
+
+    Neuron's MoE context-encoding kernel (NKI library, "MoE CTE Kernel": blockwise matrix multiplication,
+    tokens pre-assigned to blocks) gives each expert its tokens in blocks of MOE_BLOCK_TOKENS; with T tokens
+    routed top-k over E experts at most E - 1 blocks are partly filled, so a layer runs
+    ceil(T k / block) + E - 1 blocks, each with a fixed cost (loading its expert's weights, the loop) that
+    the engine family's `moe_block_overhead_s` holds (fitted on the Neuron MoE rows). A decode pass (at most
+    MOE_BLOCKWISE_ABOVE tokens) runs each expert its tokens touch once, each with `moe_expert_overhead_s`
+    (fitted likewise). Other engines: 0."""
+    t = np.asarray(new_tokens, dtype=float)
+    if not uses_moe_blocks(d):
+        return 0.0 * t
+    m, eff = d.model, d.efficiency
+    e = m.moe
+    blocks = np.ceil(t * e.topk / MOE_BLOCK_TOKENS) + e.experts - 1
+    touched = e.experts * (1.0 - (1.0 - e.topk / e.experts) ** np.maximum(t, 1.0))  # as _mlp_weights
+    return m.moe_layers * np.where(t > MOE_BLOCKWISE_ABOVE, blocks * eff.moe_block_overhead_s,
+                                   touched * eff.moe_expert_overhead_s)
+
+
+def uses_moe_blocks(d: Deployment) -> bool:
+    """Whether the deployment's MoE kernels carry a fixed cost per block (prefill) or per expert run (decode)."""
+    eff = d.efficiency
+    return (bool(d.model.moe) and d.family in STATIC_SHAPE_FAMILIES
+            and (eff.moe_block_overhead_s > 0 or eff.moe_expert_overhead_s > 0))
+
+
+def prefill_time(d: Deployment, batch, input_tokens, cached_tokens=0):
+    """Seconds to prefill `batch` prompts of `input_tokens` (causal: I^2/2 pairs each), pass only.
+
+    cached_tokens: the first tokens of every prompt already in the KV cache (automatic prefix caching, vLLM
+    APC / SGLang RadixAttention): not computed again; the I - P new tokens still attend to them."""
     b = np.asarray(batch, dtype=float)
     i = np.maximum(np.asarray(input_tokens, dtype=float), 1.0)
-    return step_time(d, b * i, b, b * effective_context(d.model, i), b * i * effective_context(d.model, i) / 2.0)
+    p = np.minimum(np.asarray(cached_tokens, dtype=float), i - 1.0)
+    new = i - p
+    ctx = effective_context(d.model, i)
+    pairs = new * (ctx + effective_context(d.model, p)) / 2.0  # I ctx / 2 uncached; (I - P)(I + P) / 2 with P cached
+    return step_time(d, b * new, b, b * ctx, b * pairs)
 
 
 def decode_time(d: Deployment, batch, context):

@@ -53,7 +53,7 @@ from .pipeline import (
 from .reliability import goodput_breakdown_figure, goodput_figure
 from .roofline import RooflinePoint, roofline_figure, roofline_points
 from .scaling import scaling_figure
-from .serving import serving_compare_figure, serving_figure, serving_sweep
+from .serving import serving_band, serving_compare_figure, serving_figure, serving_sweep
 
 __all__ = [
     "COLORS",
@@ -91,6 +91,7 @@ __all__ = [
     "scaling_figure",
     "schedule_order",
     "serving_compare_figure",
+    "serving_band",
     "serving_figure",
     "deploy_figure",
     "serving_sweep",

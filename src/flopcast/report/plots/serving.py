@@ -9,8 +9,9 @@ from .common import CYCLE, Chart, log_axis, matplotlib_figure
 
 
 def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None, title: str = "",
-                   marked_qps: float | None = None, name: str = "serving") -> Chart:
-    """Latency against throughput from serving.simulate runs: points = [(offered requests/s, ServingResult)]."""
+                   marked_qps: float | None = None, name: str = "serving", band=None) -> Chart:
+    """Latency against throughput from serving.simulate runs: points = [(offered requests/s, ServingResult)];
+    band = [(requests/s, slow ServingResult, fast ServingResult)] from serving_band, shaded when given."""
     pts = sorted(points, key=lambda x: x[0])
     fig = matplotlib_figure((10.5, 3.9))
     ax1, ax2 = fig.subplots(1, 2)
@@ -18,6 +19,7 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     for key, style, lab in (("p50", "o-", "p50"), ("p90", "s--", "p90")):
         ax1.plot(tput, [r.e2e_s[key] for _, r in pts], style, color=CYCLE[0] if key == "p50" else CYCLE[3],
                  label=f"end-to-end latency {lab}")
+    label = _bands(ax1, ax2, tput, band)
     ax1.set_xlabel("achieved throughput (output tokens/s)")
     ax1.set_ylabel("request latency (s)")
     ax1.set_ylim(bottom=0)
@@ -43,7 +45,29 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     cap = ("Discrete-event simulation (flopcast serve) at each offered load: continuous batching after Orca "
            "(Yu et al. 2022) and vLLM (Kwon et al. 2023) unless stated. Latency rises steeply where the replica "
            "saturates.")
+    if label:
+        cap += (f" Shaded: the {label} prediction interval, the same requests simulated with every batch iteration "
+                "at the slow and at the fast end of the forecast's interval.")
     return Chart(name, title, fig, cap)
+
+
+def _bands(ax1, ax2, tput, band) -> str | None:
+    """Shade the interval of end-to-end p50 (against the central throughput) and of TTFT and TPOT p90 (against the
+    offered load); returns the interval's label, or None when there is no band."""
+    if not band:
+        return None
+    rows = sorted(band, key=lambda x: x[0])
+    qps = [q for q, _, _ in rows]
+
+    def ends(key, pct, scale=1.0):
+        lo = [min(getattr(a, key)[pct] or math.nan, getattr(b, key)[pct] or math.nan) * scale for _, a, b in rows]
+        hi = [max(getattr(a, key)[pct] or math.nan, getattr(b, key)[pct] or math.nan) * scale for _, a, b in rows]
+        return lo, hi
+
+    ax1.fill_between(tput, *ends("e2e_s", "p50"), color=CYCLE[0], alpha=0.18, lw=0, label="80% interval (p50)")
+    ax2.fill_between(qps, *ends("ttft_s", "p90", 1e3), color=CYCLE[1], alpha=0.18, lw=0)
+    ax2.fill_between(qps, *ends("tpot_s", "p90", 1e3), color=CYCLE[2], alpha=0.18, lw=0)
+    return "80%"
 
 
 def serving_sweep(deployment, config, rates, *, requests: int = 200, input_tokens="512", output_tokens="128",
@@ -61,6 +85,25 @@ def serving_sweep(deployment, config, rates, *, requests: int = 200, input_token
         reqs = S.poisson_requests(q, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
                                   output_tokens=output_tokens)
         out.append((q, S.simulate_any(deployment, reqs, config, seed=seed, cost=cost)))
+    return out
+
+
+def serving_band(deployment, config, rates, interval, *, requests: int = 200, input_tokens="512",
+                 output_tokens="128", seed: int = 0) -> list:
+    """[(requests/s, slow ServingResult, fast ServingResult)]: the sweep's requests with every batch iteration at
+    the slow and the fast end of `interval` (cost/uncertainty.Interval); [] without one."""
+    import numpy as np
+
+    from ...simulate import serving as S
+
+    if interval is None:
+        return []
+    out = []
+    for q in rates:
+        reqs = S.poisson_requests(q, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
+                                  output_tokens=output_tokens)
+        out.append((q, S.simulate(deployment, reqs, config, seed=seed, speed=interval.low),
+                    S.simulate(deployment, reqs, config, seed=seed, speed=interval.high)))
     return out
 
 

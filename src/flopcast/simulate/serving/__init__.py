@@ -1,6 +1,7 @@
 """A discrete-event simulation of LLM serving: replicas, a router, batching schedulers, KV memory.
 
 The rooms: config (scheduler, routing, limits), requests (lengths, Poisson arrivals, traces),
+closed_loop (C clients, each sending its next request when the previous one finished),
 iteration (the cost of one batch iteration), schedulers (static, continuous, chunked-prefill),
 simulation (the request lifecycle on simulate/events.Engine), metrics (percentiles, SLOs, cost),
 capacity (the highest rate within the SLOs) and disagg (prefill and decode pools apart, xPyD).
@@ -13,6 +14,7 @@ which equals step_time exactly and costs a few float operations per iteration.
 """
 
 from .capacity import ATTAINMENT, SPAN_HORIZONS, find_capacity
+from .closed_loop import ClosedLoop, closed_loop
 from .disagg import Disaggregated, disaggregated, parse_split, run_any, run_disaggregated, simulate_any
 from .config import Routing, Scheduler, ServingConfig, parse_choice
 from .interval import bounds as interval_bounds
@@ -26,6 +28,7 @@ from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 __all__ = [
     "ARRIVAL", "ATTAINMENT", "Disaggregated", "disaggregated", "parse_split", "run_any", "run_disaggregated",
     "simulate_any", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
+    "ClosedLoop", "closed_loop",
     "Outcome",
     "Replica", "Requests", "Routing",
     "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",

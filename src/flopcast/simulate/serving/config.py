@@ -39,3 +39,7 @@ class ServingConfig:
     # automatic prefix caching (vLLM APC; SGLang RadixAttention, Zheng et al. 2024): tokens at the start of
     # every prompt that are shared and already cached: not prefilled again, their KV held once per replica
     prefix_tokens: int = 0
+    # the shapes a static-shape engine (Neuron: transformers-neuronx, NxD Inference, optimum-neuron) compiled its
+    # graphs for; 0 = not stated (decode then runs the live batch over each request's own window)
+    static_batch: int = 0  # the compiled batch: every decode step runs this many rows, padding the empty slots
+    static_seq_len: int = 0  # the compiled sequence length: every decode row reads this many KV positions

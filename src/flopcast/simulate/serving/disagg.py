@@ -85,6 +85,9 @@ def disaggregated(prefill: inf.Deployment, decode: inf.Deployment, prefill_repli
     return Disaggregated(prefill, decode, prefill_replicas, decode_replicas, kv_link(prefill, decode, where), where)
 
 
+MAX_POOL = 1024  # replicas per pool at most (--disaggregate)
+
+
 class DecodeReplica(Replica):
     __slots__ = ("ready", "link_free_s", "held")
 
@@ -256,9 +259,9 @@ def parse_split(text: str) -> tuple[int, int]:
         p, d = (int(x) for x in parts)
     except ValueError:
         p = d = 0
-    if p < 1 or d < 1 or len(parts) != 2:
-        raise FlopcastError(f"--disaggregate {text!r} is not valid; give prefill x decode replicas, e.g. 1x1, 2x3 or "
-                            "2P3D")
+    if not (1 <= p <= MAX_POOL and 1 <= d <= MAX_POOL) or len(parts) != 2:
+        raise FlopcastError(f"--disaggregate {text!r} is not valid; give prefill x decode replicas (1 to {MAX_POOL} "
+                            "each), e.g. 1x1, 2x3 or 2P3D")
     return p, d
 
 

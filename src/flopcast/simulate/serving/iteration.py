@@ -26,6 +26,8 @@ class IterationCost:
 
     def scaled(self, speed: float) -> IterationCost:
         """The same costs on an engine `speed` times as fast (speed < 1: slower)."""
+        if speed == self.speed:
+            return self
         f = speed / self.speed
         return IterationCost(tuple(t / f for t in self.dense), self.logit_flop_s / f, self.logit_bytes_s / f,
                              self.attn_pair_s / f, self.attn_kv_s / f, speed)
@@ -47,3 +49,12 @@ class IterationCost:
         b = self.attn_pair_s * pairs
         c = self.attn_kv_s * kv_tokens
         return self.dense[new_tokens] + (a if a > self.logit_bytes_s else self.logit_bytes_s) + (b if b > c else c)
+
+    def decode_run(self, seqs: int, kv_tokens: float, steps: int, growth: float) -> float:
+        """Seconds of `steps` decode steps of `seqs` sequences, the first reading `kv_tokens` KV tokens and each
+        later one `growth` more: the sum of time(seqs, seqs, kv, kv) over the steps, in closed form (the
+        attention term is linear in kv when pairs = kv)."""
+        a = self.logit_flop_s * seqs
+        per_step = self.dense[seqs] + (a if a > self.logit_bytes_s else self.logit_bytes_s)
+        kv = steps * kv_tokens + growth * steps * (steps - 1) / 2.0
+        return steps * per_step + max(self.attn_pair_s, self.attn_kv_s) * kv

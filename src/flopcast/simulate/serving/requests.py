@@ -17,6 +17,7 @@ class Requests:
     arrival_s: np.ndarray
     input_tokens: np.ndarray
     output_tokens: np.ndarray
+    prefix_tokens: np.ndarray | None = None  # per request, its prompt's cached shared prefix (a trace's column)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -131,7 +132,8 @@ def _trace_rows(p: Path) -> tuple[list[str], list[dict]]:
 
 
 def read_trace(path, notes: list | None = None) -> Requests:
-    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required), at most MAX_REQUESTS rows.
+    """A trace CSV with columns arrival_s,input_tokens,output_tokens (header required) and optionally prefix_tokens
+    (per request, the cached shared prefix of its prompt), at most MAX_REQUESTS rows.
 
     Rows out of arrival order are sorted; `notes`, when given, gets one line saying how many were."""
     header, rows = _trace_rows(Path(path))
@@ -147,9 +149,15 @@ def read_trace(path, notes: list | None = None) -> Requests:
     a = _trace_column(rows, "arrival_s", path, 0, 1e10, whole=False)
     i = _trace_column(rows, "input_tokens", path, 0, MAX_TOKENS_PER_REQUEST, whole=True)
     o = _trace_column(rows, "output_tokens", path, 1, MAX_TOKENS_PER_REQUEST, whole=True)
+    # optional: prefix_tokens, the tokens at the start of the prompt shared with earlier requests (a prefix-cache hit)
+    p = _trace_column(rows, "prefix_tokens", path, 0, MAX_TOKENS_PER_REQUEST, whole=True) \
+        if "prefix_tokens" in header else None
     # arrivals out of order are sorted (a trace may be merged from several sources), and counted
     order = np.argsort(a, kind="stable")
     moved = int((order != np.arange(len(a))).sum())
     if moved and notes is not None:
         notes.append(f"trace rows sorted by arrival_s: {moved} of {len(a)} were out of order")
-    return Requests(a[order], i[order], o[order])
+    if p is not None and notes is not None:
+        notes.append(f"prefix caching from the trace's prefix_tokens: {p.sum() / max(1, i.sum()):.1%} of prompt "
+                     "tokens cached (not prefilled; the shared blocks held once per replica)")
+    return Requests(a[order], i[order], o[order], None if p is None else p[order])

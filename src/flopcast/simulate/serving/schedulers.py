@@ -46,7 +46,7 @@ def chunked_iteration(sim, rep, now: float):
     tokens = rep.n_dec + sum(c for _, _, c in chunks)
     if tokens == 0:
         return ()
-    pairs = kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum + rep.n_dec * sim.prefix)
+    pairs = kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum + rep.cached_sum)
     cached = sim.cached
     for entry, got, c in chunks:
         pairs += c * (cached[entry[0]] + got + (c + 1) / 2.0)
@@ -67,7 +67,11 @@ def _prefill(sim, rep, now: float, *, reserve_output: bool):
     rids, tokens, pairs = admit_prefill(sim, rep, sim.budget, reserve_output)
     if not rids:
         return ()
-    t = sim.iteration_time(tokens, len(rids), tokens, pairs)
+    if sim.static_seq_len:  # one prompt per context-encoding pass, padded to its bucket
+        padded = sim.prefill_tokens(tokens)
+        t = sim.iteration_time(padded, 1, padded, padded * (padded + 1) / 2.0)
+    else:
+        t = sim.iteration_time(tokens, len(rids), tokens, pairs)
     rep.pre_kv += tokens
     return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens))
 
@@ -77,10 +81,19 @@ def _decode(sim, rep, now: float):
     n = rep.n_dec
     if n == 0:
         return ()
-    # every decoder attends to the shared cached prefix too (held once, read by each)
-    kv = rep.win_sum if sim.static_shapes else rep.ctx_sum + n * sim.prefix
+    # every decoder attends to the shared cached prefix too (held once, read by each); static shapes pad
+    if sim.static_shapes:
+        n, kv = sim.decode_shape(rep)
+    else:
+        kv = rep.ctx_sum + rep.cached_sum
     spec = sim.spec
     if spec is None:
+        # nothing else pending (a closed loop's lone replica): the steps up to the next finish, summed at once
+        k = 1 if sim.heap or rep.waiting else sim.decode_run(rep)
+        if k > 1:
+            growth = 0.0 if sim.static_shapes else float(rep.n_dec)
+            rep.iterations += k - 1
+            return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
         return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
     # speculative: a step stands for 1/E of a verification pass (+ k drafter steps): its expected time per token
     m = n * (spec.k + 1)
@@ -95,7 +108,8 @@ def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):
     prompt, out, gen, cap = sim.prompt, sim.out, sim.gen, sim.cap
     rids, tokens, pairs = [], 0, 0.0
     used = rep.ctx_sum + rep.pre_kv
-    while rep.waiting and rep.n_dec + len(rids) < sim.max_seqs:
+    most = 1 if sim.static_seq_len else sim.max_seqs  # a compiled context-encoding graph takes one prompt
+    while rep.waiting and rep.n_dec + len(rids) < sim.max_seqs and len(rids) < most:
         r = rep.waiting[0]
         p = prompt[r]
         need = p + (out[r] - gen[r] if reserve_output else 0)

@@ -30,7 +30,8 @@ END, ARRIVAL = 0, 1  # event priorities: an iteration's end before an arrival at
 
 
 class Replica:
-    __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "step",
+    __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "cached_sum",
+                 "step",
                  "busy", "outstanding", "iterations", "static_left", "preemptions")
 
     def __init__(self, idx):
@@ -43,6 +44,7 @@ class Replica:
         self.n_dec = 0
         self.ctx_sum = 0  # KV tokens of the decoding sequences
         self.win_sum = 0  # their whole KV windows (input + output tokens): what a static-shape decode reads
+        self.cached_sum = 0  # their cached prefixes (held once, read by each)
         self.step = 0  # decode steps taken by this replica
         self.busy = False
         self.outstanding = 0
@@ -76,6 +78,8 @@ class Simulation:
         self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
         self.static_shapes = d.family in inf.STATIC_SHAPE_FAMILIES
+        self.static_batch = config.static_batch if self.static_shapes else 0
+        self.static_seq_len = config.static_seq_len if self.static_shapes else 0
         self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
         self.max_seqs = config.max_seqs
         self.cost = (cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)).scaled(speed)
@@ -88,10 +92,14 @@ class Simulation:
         self.arr = reqs.arrival_s.tolist()
         self.inp = reqs.input_tokens.tolist()
         self.out = reqs.output_tokens.tolist()
+        # cached shared prefix per request (prefix caching): the config's for all, or a trace's prefix_tokens column
         pre = max(0, int(config.prefix_tokens))
-        self.cached = [min(pre, i - 1) if i > 0 else 0 for i in self.inp]  # cached shared prefix (prefix caching)
+        per = [pre] * n if reqs.prefix_tokens is None else reqs.prefix_tokens.tolist()
+        self.cached = [min(p, i - 1) if i > 0 else 0 for p, i in zip(per, self.inp)]
+        # the shared prefix's KV blocks, held once per replica (of a trace's prefixes, the longest: they share one
+        # prefix tree, vLLM's hashed blocks or SGLang's radix tree, whose longest path holds the others)
+        self.cap -= pre if reqs.prefix_tokens is None else max(self.cached, default=0)
         self.prefix = pre
-        self.cap -= pre  # the shared prefix's KV blocks, held once per replica
         # tokens to prefill (a preempted sequence recomputes prompt + generated; its cached prefix stays cached)
         self.prompt = [i - c for i, c in zip(self.inp, self.cached)]
         self.gen = [0] * n  # tokens generated when joining the decoders
@@ -107,6 +115,17 @@ class Simulation:
         self.rr = 0  # round-robin cursor
         self.in_system, self.area, self.last = 0, 0.0, 0.0
 
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        """The event engine, and its queue itself as `heap` (empty when nothing else can happen; pools that share
+        one engine share its queue)."""
+        self._engine = engine
+        self.heap = engine.pending_events
+
     def run(self) -> None:
         if self.n:
             self.engine.at(self.arr[0], partial(self.arrive, 0), ARRIVAL)
@@ -121,25 +140,32 @@ class Simulation:
 
     def arrive(self, r: int, e: Engine):
         """Request r arrives: routed, queued (or rejected if it can never fit); the next arrival follows."""
-        self.account(e.now, +1)
-        if self.record:
-            self.events.append((e.now, "arrive", r))
-        rep = self.route()
-        successors = ()
-        if self.never_fits(r):
-            self.rejected[r] = True
-            self.account(e.now, -1)
-        else:
-            rep.outstanding += 1
-            rep.waiting.append(r)
-            successors = self.start_iteration(rep, e.now)
+        successors = self.admit(r, e.now)
         if r + 1 < self.n:
             successors += ((self.arr[r + 1], partial(self.arrive, r + 1), ARRIVAL),)
         return successors
 
-    def end_decode(self, rep: Replica, e: Engine):
+    def admit(self, r: int, now: float):
+        """Request r enters the system: routed and queued, or rejected when it can never fit; () or one event."""
+        self.account(now, +1)
+        if self.record:
+            self.events.append((now, "arrive", r))
+        rep = self.route()
+        if self.never_fits(r):
+            self.rejected[r] = True
+            self.account(now, -1)
+            self.released(r, now)
+            return ()
+        rep.outstanding += 1
+        rep.waiting.append(r)
+        return self.start_iteration(rep, now)
+
+    def released(self, r: int, now: float) -> None:
+        """Request r has left the system (finished or rejected); an open-loop load ignores it."""
+
+    def end_decode(self, rep: Replica, e: Engine, steps: int = 1):
         rep.busy = False
-        self.advance_decoders(rep, e.now)
+        self.advance_decoders(rep, e.now, steps)
         return self.start_iteration(rep, e.now)
 
     def end_prefill(self, rep: Replica, rids: list, tokens: int, e: Engine):
@@ -204,6 +230,7 @@ class Simulation:
         self.account(now, -1)
         if self.record:
             self.events.append((now, "finish", r))
+        self.released(r, now)
 
     def join(self, rep: Replica, r: int, now: float) -> bool:
         """Prompt r is prefilled: its first token exists; it decodes from the next step."""
@@ -226,11 +253,12 @@ class Simulation:
         rep.n_dec += 1
         rep.ctx_sum += self.prompt[r]
         rep.win_sum += self.inp[r] + self.out[r]
+        rep.cached_sum += self.cached[r]
 
-    def advance_decoders(self, rep: Replica, now: float) -> None:
-        """One decode step: every decoder's context grows by a token; those at their last token finish."""
-        rep.step += 1
-        rep.ctx_sum += rep.n_dec
+    def advance_decoders(self, rep: Replica, now: float, steps: int = 1) -> None:
+        """`steps` decode steps: every decoder's context grows by a token each; those at their last token finish."""
+        rep.step += steps
+        rep.ctx_sum += rep.n_dec * steps
         fin, step, epoch, done = rep.fin, rep.step, self.epoch, self.done
         while fin and fin[0][0] <= step:
             _, r, ep = heapq.heappop(fin)
@@ -239,6 +267,7 @@ class Simulation:
             rep.n_dec -= 1
             rep.ctx_sum -= self.base[r] + step - self.start[r]
             rep.win_sum -= self.inp[r] + self.out[r]
+            rep.cached_sum -= self.cached[r]
             self.finish(rep, r, now)
 
     def make_room(self, rep: Replica) -> None:
@@ -260,6 +289,7 @@ class Simulation:
             rep.n_dec -= 1
             rep.ctx_sum -= ctx
             rep.win_sum -= self.inp[r] + self.out[r]
+            rep.cached_sum -= self.cached[r]
             gen[r] = g
             self.prompt[r] = self.inp[r] - self.cached[r] + g  # recompute the prompt and what was generated
             rep.preemptions += 1
@@ -270,6 +300,44 @@ class Simulation:
     def requeue(self, rep: Replica, r: int) -> None:
         """A preempted request waits at the front of its replica's queue to be prefilled again."""
         rep.waiting.appendleft(r)
+
+    def decode_shape(self, rep: Replica) -> tuple[int, float]:
+        """(rows, KV positions read) of one decode step of the replica's n_dec sequences.
+
+        Live shapes: n rows over their contexts (and the shared cached prefix). A static-shape engine runs the
+        compiled batch (padding rows included) and reads each row's whole KV window: the compiled sequence
+        length when stated, else the request's input + output ("every decode step reads ceil(max_model_len /
+        block_size) KV blocks per request ... regardless of the request's actual position", Neuron docs, vLLM
+        Neuron "Decode Context-Length Bucketing")."""
+        n = rep.n_dec
+        if not self.static_shapes:
+            return n, rep.ctx_sum + rep.cached_sum
+        rows = max(n, self.static_batch)
+        if self.static_seq_len:
+            return rows, float(rows * self.static_seq_len)
+        return rows, rep.win_sum * rows / n
+
+    def decode_run(self, rep: Replica) -> int:
+        """Decode steps the replica can take back to back before anything else can happen there.
+
+        More than 1 only when no other event is pending (a closed loop's single replica between a finish and
+        the next: no arrival can come), no prompt waits, decoding is plain (no speculation) and the KV cache
+        holds every step's new tokens: then the steps up to the next finish are identical but for the KV
+        they read, and IterationCost.decode_run sums them exactly."""
+        if self.heap or rep.waiting or rep.prefilling or self.spec is not None or not rep.fin:
+            return 1
+        k = rep.fin[0][0] - rep.step
+        if k <= 1 or (not self.static_shapes and rep.ctx_sum + rep.pre_kv + rep.n_dec * k > self.cap):
+            return 1
+        return k
+
+    def prefill_tokens(self, tokens: int) -> int:
+        """Tokens a prefill pass computes for a prompt of `tokens`: a static-shape engine with a compiled sequence
+        length pads the prompt to its context-encoding bucket, the next power of two from 128 up to that length
+        (NxD Inference's default buckets, "Bucketing" in its developer guide); other engines compute the prompt."""
+        if not self.static_seq_len:
+            return tokens
+        return min(max(128, 1 << max(0, tokens - 1).bit_length()), max(self.static_seq_len, tokens))
 
     def iteration_time(self, tokens: int, seqs: int, kv: float, pairs: float) -> float:
         """Seconds of a pass; beyond the precomputed table (a long prompt alone) timed by step_time itself."""

@@ -1,0 +1,295 @@
+"""The fastest layout on a cluster without evaluating every candidate: branch and bound over the degree rows.
+
+The exhaustive search (plan/search.py) expands every (tp, cp, pp, dp, global batch, micro-batch, ep) row into
+every schedule, recomputation, sharding, sequence-parallel and dtype choice and evaluates them all (about two
+million layouts for a 70B model on a large Trainium2 cluster). Here each row first gets a lower bound of its
+layouts' seconds per token, from quantities that do not depend on the cluster:
+
+    step >= m W / pp + (pp - 1) / v_max W / pp + overhead,   W = simulate.training.microbatch_work_s,
+
+W the least work of one micro-batch over the row's recomputation, sequence-parallel and dtype choices, m the
+micro-batches per step, v_max the most virtual stages the row may run (no bubble term where DualPipe is
+allowed). Rows are expanded and evaluated in increasing order of their bound until the next bound exceeds the
+best score found among the layouts that fit: no row skipped could have held a better layout (branch and bound,
+Land and Doig 1960). Ties are broken as the exhaustive search breaks them (its candidate order), so the answer
+is the same layout. The bound checks itself: a layout whose evaluated step falls below its row's bound makes
+the search return None and the caller searches exhaustively.
+
+Only the throughput objective is pruned (the planner's); W is cached per (tp, cp, micro-batch, sp, recompute,
+dtype, ep) in a WorkTable shared by the searches of one planner across cluster sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Schedule, Software, virtual_stages
+from ..model.system import Dtype
+from ..simulate import training
+from . import search as S
+
+WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
+WORK_BITS = (14, 7, 20, 1, 2, 5, 9, 5)  # 63 bits packing one layout's WORK_FIELDS (wider values: np.unique)
+FIRST_ROWS = 64  # rows expanded in the first round; each later round doubles
+SLACK = 1e-6  # relative tolerance of the bound against rounding (balanced_stage's eps, float sums)
+
+
+@dataclass
+class WorkTable:
+    """W (microbatch_work_s) per WORK_FIELDS combination, computed once per model, system and calibration."""
+
+    model: object
+    system: object
+    cal: object
+    software: Software = MODERN_SOFTWARE
+    known: dict = field(default_factory=dict)
+    lowest: dict = field(default_factory=dict)
+
+    def work(self, keys: list[tuple]) -> np.ndarray:
+        todo = sorted({k for k in keys if k not in self.known})
+        if todo:
+            cols = dict(zip(WORK_FIELDS, (np.array(c, dtype=np.int64) for c in zip(*todo))))
+            one = np.ones(len(todo), dtype=np.int64)
+            lb = LayoutBatch(pp=one, dp=one, vp=one, global_batch=cols["micro_batch"], sharding=0 * one,
+                             schedule=one * int(Schedule.ONE_F_ONE_B), **cols)
+            w = training.microbatch_work_s(self.model, self.system, lb, self.cal, self.software)
+            self.known.update(zip(todo, np.asarray(w, dtype=float).tolist()))
+        return np.array([self.known[k] for k in keys])
+
+    def of(self, lb: LayoutBatch) -> np.ndarray:
+        """W of every layout in lb."""
+        cols = [getattr(lb, f).astype(np.int64) for f in WORK_FIELDS]
+        key = np.zeros(lb.size, dtype=np.int64)
+        small = all(c.min(initial=0) >= 0 and c.max(initial=0) < (1 << bits) for c, bits in zip(cols, WORK_BITS))
+        for c, bits in zip(cols, WORK_BITS):  # one integer per combination (the fields are small counts)
+            if small:
+                key = (key << bits) | c
+            else:
+                values, code = np.unique(c, return_inverse=True)
+                key = key * len(values) + code.reshape(-1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        distinct = [tuple(int(c[i]) for c in cols) for i in first]
+        return self.work(distinct)[inverse.reshape(-1)]
+
+    def least(self, combos: list[tuple], ch, trainable: tuple) -> np.ndarray:
+        """The least W of each (tp, cp, micro-batch, ep, etp) over the recomputation, sp and dtype choices (the
+        W of every combination computed in one evaluation)."""
+        tag = (ch.sequence_parallel, ch.recompute, trainable)
+        todo = [c for c in combos if (c, tag) not in self.lowest]
+        if todo:
+            keys = [[(tp, cp, mb, int(sp), int(rc), int(d), ep, etp) for sp in ch.sequence_parallel
+                     if sp == 0 or tp > 1 for rc in ch.recompute for d in trainable] for tp, cp, mb, ep, etp in todo]
+            w = self.work([k for ks in keys for k in ks])
+            at = 0
+            for c, ks in zip(todo, keys):
+                self.lowest[(c, tag)] = float(np.min(w[at:at + len(ks)])) if ks else np.inf
+                at += len(ks)
+        return np.array([self.lowest[(c, tag)] for c in combos])
+
+
+def _row_work(table: WorkTable, base: np.ndarray, ch, trainable: tuple) -> np.ndarray:
+    """The least W of each base row (tp, cp, pp, dp, gb, mb, ep, etp) over its recompute, sp and dtype choices."""
+    key, radix = np.zeros(len(base), dtype=np.int64), 1
+    for col in (0, 1, 5, 6, 7):  # one integer per distinct (tp, cp, mb, ep, etp): np.unique on rows sorts slowly
+        values, code = base[:, col], base[:, col]
+        top = int(values.max()) + 1
+        if radix * top >= 2**62:  # pinned values too large to pack: number them instead
+            values, code = np.unique(values, return_inverse=True)
+            top = len(values)
+        key, radix = key * top + code.reshape(-1), radix * top
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    combos = [tuple(c) for c in base[first][:, [0, 1, 5, 6, 7]].tolist()]
+    return table.least(combos, ch, trainable)[inverse.reshape(-1)]
+
+
+def _bubble_factor(model, pp: np.ndarray, pairs: list) -> np.ndarray:
+    """(pp - 1) / v_max of each row: the least bubble, in stage times, any of its schedule pairs can have."""
+    if any(sc == Schedule.DUALPIPE for _, sc in pairs):
+        return np.zeros(pp.shape)
+    vmax = np.ones(pp.shape)
+    for v, sc in pairs:
+        eff = float(virtual_stages(np.array([sc]), np.array([float(v)]))[0])
+        usable = (pp * eff <= model.layers) & ((eff == 1) | (pp > 1))
+        vmax = np.where(usable, np.maximum(vmax, eff), vmax)
+    return (pp - 1.0) / vmax
+
+
+def layout_bounds(model, table: WorkTable, lb: LayoutBatch) -> np.ndarray:
+    """A lower bound of the seconds per token of every layout in lb: the row bound with the layout's own
+    recomputation, sp, dtype and virtual stages."""
+    f = {k: getattr(lb, k).astype(float) for k in ("pp", "dp", "global_batch", "micro_batch", "vp")}
+    per_stage = table.of(lb) / f["pp"]
+    v = virtual_stages(lb.schedule, f["vp"])
+    bubble = np.where(lb.schedule == Schedule.DUALPIPE, 0.0, (f["pp"] - 1.0) / v)
+    m = f["global_batch"] / (f["dp"] * f["micro_batch"])
+    step = (m + bubble) * per_stage + table.cal.step_overhead_s
+    return step * (1.0 - SLACK) / (f["global_batch"] * model.seq_len)
+
+
+def row_bounds(model, table: WorkTable, base: np.ndarray, ch, pairs: list, trainable: tuple) -> np.ndarray:
+    """A lower bound of the seconds per token of every layout each base row expands into."""
+    pp, dp, gb, mb = (base[:, i].astype(float) for i in (2, 3, 4, 5))
+    per_stage = _row_work(table, base, ch, trainable) / pp
+    m = gb / (dp * mb)
+    step = m * per_stage + _bubble_factor(model, pp, pairs) * per_stage + table.cal.step_overhead_s
+    return step * (1.0 - SLACK) / (gb * model.seq_len)
+
+
+@dataclass
+class _Found:
+    """The layouts evaluated so far: batches, results, their keys in the exhaustive order, row bounds."""
+
+    batches: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    keys: list = field(default_factory=list)
+    best: float = np.inf
+    evaluated: int = 0
+    pruned: int = 0
+    reached: bool = False  # a fitting layout at least as fast as `best` started (the cutoff) was found
+
+
+def cannot_fit(model, system, chips: int, dtypes=(Dtype.BF16,)) -> bool:
+    """True where no layout of `model` in these compute dtypes fits on `chips` chips: every parameter's weight,
+    gradient and optimizer states are held at least once (cost/memory.state_bytes_per_param; ZeRO-3 at most
+    divides them over the chips, Rajbhandari et al. 2020), so the busiest chip holds at least the average,
+    params x state bytes / chips, besides the runtime reserve every layout keeps."""
+    from ..cost import memory
+    from ..cost.params import total_params
+
+    per_param = min(float(sum(memory.state_bytes_per_param(Dtype(int(d))))) for d in dtypes)
+    return total_params(model) * per_param / chips + memory.RESERVE_BYTES > system.chip.memory
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """No layout on the cluster reaches the cutoff: every one needs at least `s_per_token` (a lower bound)."""
+
+    s_per_token: float
+
+
+def floor_s_per_token_chip(model, system, space: S.SearchSpace, table: WorkTable) -> float:
+    """A lower bound of seconds per token x chips of any layout on any cluster size: step >= m W / pp, and
+    dp pp <= chips / (tp cp), so seconds per token >= W tp cp / (chips micro-batch seq)."""
+    ch = S._choices(model, system, 32, space)  # cp up to 32: every cluster's choices or more
+    trainable = [d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d)))]
+    keys = [(tp, cp, mb, int(sp), int(rc), int(d), ep, etp) for tp in ch.tp for cp in ch.cp for mb in ch.micro_batch
+            for sp in ch.sequence_parallel if sp == 0 or tp > 1 for rc in ch.recompute for d in trainable
+            for ep in ch.ep for etp in ch.etp]
+    if not keys:
+        return 0.0
+    w = table.work(keys)
+    scale = np.array([k[0] * k[1] / (k[2] * model.seq_len) for k in keys])
+    return float(np.min(w * scale)) * (1.0 - SLACK)
+
+
+def search(model, system, chips: int, cal, space: S.SearchSpace, table: WorkTable, allow_idle: bool = True,
+           software: Software = MODERN_SOFTWARE, cutoff: float | None = None) -> S.SearchOutcome | Beyond | None:
+    """The throughput search's outcome with the same best layout as search.search, evaluating only the rows
+    whose bound can beat it; None where the bound proves wrong (the caller then searches in full).
+
+    cutoff (seconds per token): look only for layouts at least that fast; Beyond where none fits below it
+    (the same best layout where one does)."""
+    ch = S._choices(model, system, chips, space)
+    tally = S._Tally()
+    rows = S._base_rows(model, chips, space, ch, allow_idle, tally)
+    trainable = tuple(d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d))))
+    pairs = S._schedule_pairs(space, ch, len(rows), tally) if len(rows) else []
+    n_exp = len(pairs) * ch.per_schedule_pair
+    if not len(rows) or not pairs or not trainable:
+        return None
+    base = np.asarray(rows, dtype=np.int64)
+    ok = S._apply(S.base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
+                  tally.rejected, n_exp)
+    tally.considered += int(np.count_nonzero(~ok)) * n_exp + int(np.count_nonzero(ok)) * n_exp
+    base = base[ok]
+    if not len(base):
+        return None
+    bound = row_bounds(model, table, base, ch, pairs, trainable)
+    order = np.argsort(bound, kind="stable")
+    found = _Found(best=np.inf if cutoff is None else float(cutoff))
+    start, take = 0, FIRST_ROWS
+    while start < len(order) and bound[order[start]] <= found.best * (1 + 1e-12):
+        stop = start + take
+        chosen = order[start:stop]
+        chosen = chosen[bound[chosen] <= found.best * (1 + 1e-12)]
+        if not _evaluate_rows(model, system, cal, software, table, base, chosen, pairs, ch, n_exp, found):
+            return None
+        start, take = stop, take * 2
+    if cutoff is not None and not found.reached:  # every row that could reach it evaluated: none does
+        return Beyond(float(cutoff))
+    if not found.batches:
+        return None
+    return _outcome(found, tally, ch, len(base) * n_exp)
+
+
+def _evaluate_rows(model, system, cal, software, table, base, rows, pairs, ch, n_exp, found: _Found) -> bool:
+    """Expand base[rows], evaluate the layouts that pass the remaining rules; False where a step beats its bound."""
+    lb = S._expand(base[rows], pairs, ch)
+    local = np.arange(lb.size)
+    key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
+    ok = np.ones(lb.size, dtype=bool)
+    ok = S._apply(S.expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
+                                   S.micro_batches_of(lb), lb.recompute, lb.etp), ok, {})
+    for d in np.unique(lb.dtype):
+        if S.training_dtype_problem(system.chip, Dtype(int(d))):
+            ok &= lb.dtype != d
+    idx = np.nonzero(ok)[0]
+    if not idx.size:
+        return True
+    lb, key = lb.take(idx), key[idx]
+    lower = layout_bounds(model, table, lb)
+    promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
+    found.pruned += lb.size - promising.size
+    if not promising.size:
+        return True
+    lb, key, lower = lb.take(promising), key[promising], lower[promising]
+    res = training.evaluate(model, system, lb, cal, software=software)
+    per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)
+    if (per_token < lower).any():
+        return False
+    fits = np.asarray(res["fits"], dtype=bool)
+    if fits.any() and float(per_token[fits].min()) <= found.best:
+        found.best, found.reached = float(per_token[fits].min()), True
+    found.batches.append(lb)
+    found.results.append(res)
+    found.keys.append(key)
+    found.evaluated += lb.size
+    return True
+
+
+def _concat(results: list) -> dict:
+    def join(vs):
+        return np.concatenate([np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"]))
+                               for v, r in zip(vs, results)])
+
+    out = {}
+    for k, v in results[0].items():
+        if isinstance(v, dict):
+            out[k] = {kk: join([r[k][kk] for r in results]) for kk in v}
+        else:
+            out[k] = join([r[k] for r in results])
+    return out
+
+
+def _take(res: dict, index: np.ndarray) -> dict:
+    return {k: ({kk: vv[index] for kk, vv in v.items()} if isinstance(v, dict) else v[index]) for k, v in res.items()}
+
+
+def _outcome(found: _Found, tally, ch, valid_before_rules: int) -> S.SearchOutcome:
+    keys = np.concatenate(found.keys)
+    back = np.argsort(keys, kind="stable")  # the exhaustive search's order, so ties break as there
+    lb = LayoutBatch(**{f: np.concatenate([getattr(b, f) for b in found.batches])[back] for f in S.LAYOUT_FIELDS})
+    res = _take(_concat(found.results), back)
+    fits = np.asarray(res["fits"], dtype=bool)
+    per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)
+    idx = np.nonzero(fits)[0]
+    order = idx[np.argsort(per_token[idx], kind="stable")]
+    rejected = dict(tally.rejected)
+    if (~fits).any():
+        rejected["does not fit in memory"] = int((~fits).sum())
+    pruned = valid_before_rules - int(lb.size)
+    if pruned > 0:
+        rejected["bound: cannot beat the best layout found"] = pruned
+    return S.SearchOutcome(lb, res, order, tally.considered, rejected, valid=None, fit=int(fits.sum()))

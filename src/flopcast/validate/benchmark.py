@@ -1,0 +1,178 @@
+"""A serving row replayed as its benchmark ran: the tool's load through the discrete-event simulation.
+
+A row of the serving schema may state how its figures were measured (validation/README.md, "How a serving
+benchmark ran"): the load (`synchronous`, `throughput`, `concurrency`, `rate`, or `batch`), its size, the
+server's batch and compiled sequence length, the benchmark's duration and the statistic of its latencies.
+Such a row is predicted by simulating that load (simulate/serving): closed-loop clients for synchronous,
+concurrency and throughput runs (guidellm, llmperf, vLLM benchmark_serving --max-concurrency), an open-loop
+rate for rate runs (vLLM benchmark_serving --request-rate: Poisson; guidellm constant: even gaps), and the
+statistic it names (mean, p50, p90, p99) is compared. A row without a load is one static batch of requests
+of fixed shape (llama-bench, the Neuron performance tables) and goes through the roofline (cost/inference).
+No measured column is read here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from ..errors import FlopcastError
+from ..simulate import serving as S
+
+
+class Load(str, Enum):
+    BATCH = "batch"  # one static batch of `batch` requests, all of the same shape
+    SYNCHRONOUS = "synchronous"  # one request at a time (guidellm synchronous): one closed-loop client
+    THROUGHPUT = "throughput"  # the server kept full (guidellm throughput): as many clients as the server's batch
+    CONCURRENCY = "concurrency"  # `concurrency` closed-loop clients (guidellm concurrent, llmperf, --max-concurrency)
+    RATE = "rate"  # open-loop arrivals at request_rate_per_s (vLLM benchmark_serving --request-rate)
+
+
+class Statistic(str, Enum):
+    MEAN = "mean"
+    P50 = "p50"
+    P90 = "p90"
+    P99 = "p99"
+
+
+TOOL_ARRIVALS = {"guidellm": "constant"}  # open-loop gaps by tool; the rest (vLLM benchmark_serving) Poisson
+DEFAULT_DURATION_S = 120.0  # a benchmark of unstated length: guidellm 0.1's --max-seconds default
+MAX_REQUESTS = 4000  # simulated requests per row at most (a long benchmark's steady state is reached well before)
+MIN_REQUESTS = 20
+LOAD_COLUMNS = ("load_tool", "load", "concurrency", "request_rate_per_s", "server_batch", "max_seq_len",
+                "duration_s", "statistic", "input_tokens_spread", "output_tokens_spread")
+
+
+@dataclass(frozen=True)
+class BenchmarkLoad:
+    """How a row's benchmark drove the server (the columns of LOAD_COLUMNS, checked)."""
+
+    load: Load
+    tool: str = ""
+    clients: int = 0  # closed-loop clients (synchronous: 1; throughput: the server batch)
+    rate_per_s: float = 0.0  # open-loop requests per second
+    server_batch: int = 0  # the engine's sequences in flight at most (max_num_seqs; Neuron: the compiled batch)
+    max_seq_len: int = 0  # the compiled sequence length of a static-shape engine (0: not stated)
+    duration_s: float = DEFAULT_DURATION_S
+    statistic: Statistic = Statistic.MEAN
+    input_spread: int = 0  # half-width of the uniform spread of prompt lengths around input_tokens
+    output_spread: int = 0
+
+
+def _cell(row, key) -> str:
+    v = row.get(key)
+    return v.strip() if isinstance(v, str) else ""
+
+
+def _number(row, key, *, whole: bool, least: float):
+    from .training import parse_number
+
+    return parse_number(key, row.get(key), whole=whole, minimum=least)
+
+
+def _choice(enum, row, key, default):
+    text = _cell(row, key).lower()
+    if not text:
+        return default
+    try:
+        return enum(text)
+    except ValueError:
+        raise FlopcastError(f"{key} {text!r} is not valid; valid: {', '.join(e.value for e in enum)}") from None
+
+
+def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
+    """The row's benchmark load, or None for a static batch (load blank or `batch`); with the notes it assumed."""
+    load = _choice(Load, row, "load", Load.BATCH)
+    if load == Load.BATCH:
+        return None, []
+    notes = []
+    server = _number(row, "server_batch", whole=True, least=1) or 0
+    clients = _number(row, "concurrency", whole=True, least=1) or 0
+    rate = _number(row, "request_rate_per_s", whole=False, least=0) or 0.0
+    if load == Load.SYNCHRONOUS:
+        clients = 1
+    elif load == Load.THROUGHPUT and not clients:
+        clients = server or batch
+        notes.append(f"throughput run: {clients} closed-loop clients, the server's batch kept full (requests past "
+                     "it wait in the tool, before the measured TTFT)")
+    elif load == Load.CONCURRENCY and not clients:
+        raise FlopcastError("load concurrency needs the concurrency column (closed-loop clients)")
+    if load == Load.RATE and not rate > 0:
+        raise FlopcastError("load rate needs a positive request_rate_per_s")
+    duration = _number(row, "duration_s", whole=False, least=0)
+    if not duration:
+        duration = DEFAULT_DURATION_S
+        notes.append(f"duration_s blank: {DEFAULT_DURATION_S:g} s (guidellm 0.1's default benchmark length)")
+    spreads = [_number(row, k, whole=True, least=0) or 0 for k in ("input_tokens_spread", "output_tokens_spread")]
+    return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, rate, server,
+                         _number(row, "max_seq_len", whole=True, least=1) or 0, duration,
+                         _choice(Statistic, row, "statistic", Statistic.MEAN), *spreads), notes
+
+
+def lengths(load: BenchmarkLoad, n: int, input_tokens: int, output_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-request prompt and output lengths: the row's means, spread uniformly by the stated half-widths."""
+    rng = np.random.default_rng(0)
+    i = rng.integers(max(0, input_tokens - load.input_spread), input_tokens + load.input_spread + 1, n)
+    o = rng.integers(max(1, output_tokens - load.output_spread), output_tokens + load.output_spread + 1, n)
+    return i, o
+
+
+def serving_config(d, load: BenchmarkLoad, batch: int) -> S.ServingConfig:
+    """The server the benchmark ran against: continuous batching up to its batch; a static-shape engine runs its
+    compiled batch and sequence length."""
+    if load.server_batch:
+        server = load.server_batch
+    elif load.load == Load.RATE:  # an open-loop queue: the engine's own default limit (vLLM max_num_seqs)
+        server = S.ServingConfig().max_seqs
+    else:  # closed loop: never more in flight than the clients
+        server = max(batch, load.clients, 1)
+    return S.ServingConfig(max_seqs=server, static_batch=server if load.server_batch else 0,
+                           static_seq_len=load.max_seq_len)
+
+
+def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_tokens: int) -> S.ServingResult:
+    """The simulated run of a row's benchmark on one replica of `d`."""
+    config = serving_config(d, load, batch)
+    if load.load == Load.RATE:
+        n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, math.ceil(load.rate_per_s * load.duration_s))))
+        i, o = lengths(load, n, input_tokens, output_tokens)
+        if TOOL_ARRIVALS.get(load.tool) == "constant":
+            arrival = np.arange(n) / load.rate_per_s
+        else:
+            arrival = np.cumsum(np.random.default_rng(1).exponential(1.0 / load.rate_per_s, n))
+        return S.simulate(d, S.Requests(arrival, i, o), config)
+    # enough requests for the duration at the fastest the server could take them, within the bounds
+    e2e_guess = max(1e-3, output_tokens * 1e-3)
+    n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, load.clients * math.ceil(load.duration_s / e2e_guess) + load.clients)))
+    i, o = lengths(load, n, input_tokens, output_tokens)
+    return S.closed_loop(d, load.clients, i, o, config, duration_s=load.duration_s)
+
+
+def figures(result: S.ServingResult, load: BenchmarkLoad, input_tokens: int) -> dict:
+    """The figures a serving row may state, from a simulated run, latencies at the row's statistic."""
+    key = load.statistic.value
+    ttft, tpot = result.ttft_s.get(key), result.tpot_s.get(key)
+    if ttft is None or tpot is None or not tpot > 0:
+        raise FlopcastError("the simulated benchmark completed no request with more than one output token")
+    return {
+        "decode_tokens_per_s_per_stream": 1.0 / tpot,
+        "output_tokens_per_s_total": result.output_tokens_per_s,
+        "tpot_ms": tpot * 1e3,
+        "ttft_ms": ttft * 1e3,
+        "prefill_tokens_per_s": max(input_tokens, 1) / ttft,
+    }
+
+
+def describe(load: BenchmarkLoad) -> str:
+    """One line for a row's assumptions: the load simulated."""
+    what = {Load.SYNCHRONOUS: "1 closed-loop client", Load.THROUGHPUT: f"{load.clients} closed-loop clients",
+            Load.CONCURRENCY: f"{load.clients} closed-loop clients",
+            Load.RATE: f"open-loop {load.rate_per_s:g} requests/s"}[load.load]
+    shapes = (f"; static shapes: batch {load.server_batch}, sequence {load.max_seq_len}"
+              if load.max_seq_len else "")
+    return (f"simulated as the benchmark ran ({load.tool or 'tool not stated'} {load.load.value}): {what} for "
+            f"{load.duration_s:g} s, server batch {load.server_batch or 'not stated'}{shapes}; "
+            f"latencies compared at their {load.statistic.value}")
