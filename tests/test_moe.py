@@ -240,3 +240,51 @@ def test_validation_rows_state_etp(tmp_path):
     cases, skipped = vt.load_cases("validation/moe_training_runs.csv")
     assert not skipped
     assert {c.run_id: c.space.etp for c in cases}["moe-10"] == (1,)
+
+
+def test_the_all_to_all_is_exposed_unless_a_schedule_overlaps_it():
+    """The token dispatcher's all-to-alls sit on the compute stream: the tensor-parallel overlap share does not hide
+    them; only the overlapping schedules do."""
+    m, s = catalog.load_model("qwen3-30b-a3b"), catalog.load_system("p5.48xlarge")
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=16, ep=16, micro_batch=1, global_batch=64, dtype=Dtype.BF16)])
+    cal = catalog.calibration()
+    parts = [training.evaluate(m, s, lay, dataclasses.replace(cal, tp_overlap=o))["time_parts"]["comm/ep"][0]
+             for o in (0.0, 0.9)]
+    assert parts[0] > 0 and parts[0] == pytest.approx(parts[1])
+
+
+def test_cuda_graphs_remove_the_router_and_preprocessing_host_calls():
+    from flopcast.model.strategy import MODERN_SOFTWARE
+    from flopcast.simulate import layer
+    m, s, cal = catalog.load_model("qwen3-30b-a3b"), catalog.load_system("dgx-b200"), catalog.calibration()
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=8, ep=8, micro_batch=1, global_batch=64, dtype=Dtype.BF16)])
+    eager = training.evaluate(m, s, lay, cal)
+    graphed = training.evaluate(m, s, lay, cal, software=dataclasses.replace(MODERN_SOFTWARE, moe_cuda_graphs=True))
+    # one micro-batch of 4,096 tokens on 16 local experts is host-bound: each MoE layer's forward waits for the host
+    saved = m.moe_layers * (layer.MOE_HOST_OPS - layer.MOE_HOST_OPS_GRAPHED) * cal.moe_host_op_s * eager["microbatches"]
+    assert eager["step_time_s"][0] - graphed["step_time_s"][0] == pytest.approx(saved[0], rel=1e-6)
+
+
+def test_validation_rows_state_cuda_graphs(tmp_path):
+    from flopcast.validate import training as vt
+    cases, _ = vt.load_cases("validation/moe_training_runs.csv")
+    graphs = {c.run_id: c.software.moe_cuda_graphs for c in cases}
+    assert graphs["moe-11"] and not graphs["moe-14"] and not graphs["moe-1"]
+    text = open("validation/moe_training_runs.csv").read().replace(",partial,", ",sometimes,", 1)
+    (tmp_path / "runs.csv").write_text(text)
+    _, skipped = vt.load_cases(str(tmp_path / "runs.csv"))
+    assert any("cuda_graphs 'sometimes'" in k.reason for k in skipped)
+
+
+def test_validate_reports_moe_apart_from_dense_in_text_and_json(tmp_path, capsys):
+    lines = open("validation/calibration_runs.csv").read().splitlines()
+    dense = next(line for line in lines[1:] if line.split(",")[13] == "")  # moe_experts blank
+    moe = next(line for line in lines[1:] if line.startswith("82,"))  # Qwen3-30B-A3B on 8 B200
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([lines[0], dense, moe]) + "\n")
+    assert main(["validate", str(path), "--json"]) == 0
+    kinds = json.loads(capsys.readouterr().out)["summary"]["by_kind"]
+    assert kinds["dense"]["n"] == 1 and kinds["moe"]["n"] == 1
+    assert main(["validate", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("dense / MoE"))
+    assert "dense" in line.split(":", 1)[1] and "moe" in line.split(":", 1)[1]

@@ -180,6 +180,10 @@ class Software:
     # --account-for-embedding/loss-in-pipeline-split, --pipeline-model-parallel-layout); Megatron-LM of
     # 2021 split the layers evenly (num_layers divisible by the pipeline degree)
     uneven_pipeline_split: bool = True
+    # an MoE layer's router and dispatch preprocessing replayed as CUDA graphs (Megatron-Core --cuda-graph-scope
+    # moe_router moe_preprocess; Megatron-Bridge's 26.02 Blackwell recipes), their host calls then gone
+    # (flopcast.simulate.layer.MOE_HOST_OPS_GRAPHED); off by default: eager, as most configurations run
+    moe_cuda_graphs: bool = False
 
 
 MODERN_SOFTWARE = Software()

@@ -320,8 +320,9 @@ def _check_pinned(m: Model, system: System, layout: dict):
             raise FlopcastError(f"`etp={etp}`: {m.label} is a dense model (expert tensor parallelism needs experts); "
                                 "leave `etp` out")
         if m.moe and m.moe.expert_ffn % etp:
+            valid = _valid_divisors(m.moe.expert_ffn, min(m.moe.expert_ffn, node))
             raise FlopcastError(f"`etp={etp}` must divide the experts' width of {m.moe.expert_ffn} "
-                                f"(valid: {_valid_divisors(m.moe.expert_ffn, min(m.moe.expert_ffn, 64))})")
+                                f"(valid on {system.id}: {valid})")
         if etp > node:
             raise FlopcastError(f"`etp={etp}` exceeds the {node} chips of one {system.id} node; expert tensor "
                                 "parallelism stays within a node, as tensor parallelism does")

@@ -168,7 +168,10 @@ def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
     if model.mtp_layers:
         pj_f, pj_b, _ = (c.spread(a) for a in compute.gemm_fwd_bwd_time(xu["T"], h / xu["tp"], 2 * h, **kw))
         block = [l for _, is_moe, l in kinds if is_moe == (model.moe_layers > 0)][0]
-        block_t = block.fwd + block.bwd + (block.tp_comm + block.ep_comm) * (1.0 - c.cal.tp_overlap)
+        # its all-to-all exposed as the layers' are: in full, but in the share of micro-batches an overlapping
+        # schedule pairs with another's backward (`_layer_time`; the SMs it takes there are left out)
+        unpaired = 1.0 - pipeline.paired_share(c.lb.schedule, c.f["pp"], c.m)
+        block_t = block.fwd + block.bwd + block.tp_comm * (1.0 - c.cal.tp_overlap) + block.ep_comm * unpaired
         t_logits = t_logits * (1 + model.mtp_layers) + model.mtp_layers * (pj_f + pj_b + block_t)
     return t_embed, t_logits
 
@@ -180,9 +183,9 @@ def _per_layer(kinds, L, attr):
 def _layer_time(c: _Ctx, kinds) -> dict:
     """Per layer (averaged over the kinds) per micro-batch: compute, recompute and the exposed communication.
 
-    The expert-parallel all-to-all is exposed but for the calibrated overlap share; under DualPipe and combined
-    1F1B, in the paired share of micro-batches, it runs beside another micro-batch's compute (which then has
-    the SMs the all-to-all leaves it) and only the excess over that compute is exposed."""
+    The expert-parallel all-to-all is exposed in full; under DualPipe and combined 1F1B, in the paired share of
+    micro-batches, it runs beside another micro-batch's compute (which then has the SMs the all-to-all leaves it)
+    and only the excess over that compute is exposed."""
     L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
     fwd, bwd, selective, mlp = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd"))
     rc = c.lb.recompute
@@ -195,7 +198,11 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec, 1.25, 1.0)) * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
-    ep_c = a2a * exposed
+    # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
+    # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel
+    # (EP) Communication Overlap": --overlap-moe-expert-parallel-comm; "EP All-to-All can consume 30-40% of
+    # training time without optimization"), unlike the tensor-parallel collectives --tp-comm-overlap hides
+    ep_c = a2a
     if np.any(sched >= Schedule.DUALPIPE):
         busy = fwd + bwd + rec + tp_c + cp_c
         paired = pipeline.paired_share(sched, c.f["pp"], c.m)

@@ -241,6 +241,11 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         pinned.setdefault("ep", (1,))
         pinned["etp"] = (0,)  # a dense model's etp is its tp
     software = software_of(row)
+    graphs = (row.get("cuda_graphs") or "").strip().lower()
+    if graphs not in ("", "none", "partial"):
+        raise FlopcastError(f"cuda_graphs {row['cuda_graphs'].strip()!r} is not one of none, partial (or blank)")
+    if graphs == "partial":
+        software = replace(software, moe_cuda_graphs=True)
     if before_software_cutoff(row):
         pinned["sequence_parallel"] = (0,)
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
