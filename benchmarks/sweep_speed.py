@@ -116,6 +116,9 @@ def main(argv=None) -> int:
         engine, workers = item.split(":")
         out, wall, cpu = _run(sweep, engine, int(workers))
         results[item] = out
+        for row in out.rows:  # every row that is not a forecast, named, so that none goes unexamined
+            if row["status"] == "failed":
+                print(f"  FAILED {row['scenario_id']}: {row['error']}", flush=True)
         cpu_note = (f", {cpu / n * 1e3:.0f} ms CPU per scenario (this process and its children)" if engine == "local"
                     else "")
         print(f"{engine:<5} {int(workers)} worker(s): {n / wall:7.2f} scenarios/s, {wall:7.1f} s wall{cpu_note}; "
