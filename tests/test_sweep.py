@@ -242,3 +242,19 @@ def test_time_with_failures_ranks_by_expected_time():
     assert best.expected.expected_s <= fast.expected.expected_s
     with pytest.raises(FlopcastError, match="needs a token budget"):
         forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures")
+
+
+def test_a_bound_above_every_step_falls_back_to_the_full_search():
+    """Were a faster variant's steps not a lower bound (a step time not monotone in the speeds), the pruned search
+    must not come back empty (an IndexError in a 1,024-chip B200 sweep): it sees the violation on the probe and
+    searches in full."""
+    shared = SearchShare()
+    system = hardware.variant("p5.48xlarge", {})
+    forecast.train("llama3-8b", system, 64, tokens=1e12, shared=shared)
+    for bounds in shared.bounds.values():
+        for i, b in enumerate(bounds):
+            bounds[i] = type(b)(b.speeds, b.calibration, b.step * 100.0)  # a bound far above every exact step
+    slower = hardware.variant("p5.48xlarge", {"memory_bandwidth": "0.9x"})
+    a = forecast.train("llama3-8b", slower, 64, tokens=1e12, shared=shared)
+    assert a.to_dict() == api.train("llama3-8b", slower, 64, tokens=1e12).to_dict()
+    assert shared.mismatches == 1

@@ -352,7 +352,9 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
         probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
         incumbent = float(np.min(objective_score(probe_res, system, objective, failures)))
-        keep = fit[lower <= incumbent * (1 + 1e-9)]
+        # the probe is kept too: were its exact steps below their bounds (a step time not monotone in the
+        # speeds), the check below sees it and the caller searches in full, instead of an empty answer
+        keep = np.union1d(fit[lower <= incumbent * (1 + 1e-9)], probe)
     sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
     step = np.asarray(res["step_time_s"], dtype=float)
