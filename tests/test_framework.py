@@ -60,3 +60,18 @@ def test_a_2021_row_naming_its_framework_keeps_the_2021_software_rules():
     for c in mt_nlg:
         assert c.space.sequence_parallel == (0,)
         assert not c.software.flash_attention
+
+
+def test_a_csv_with_the_framework_column_is_read(tmp_path):
+    """The declared training schema knows the column (validation/README.md documents it)."""
+    from flopcast.validate.rows import TRAINING
+
+    TRAINING.check_header(["run_id", "framework"], "test.csv")  # raises on an unknown column
+    f = tmp_path / "fw.csv"
+    f.write_text("run_id,source,model,layers,hidden,heads,seq_len,hardware,chips,global_batch,dtype,framework,"
+                 "measured_tokens_per_s_per_chip\n"
+                 "x,s,gpt3-175b,96,12288,96,2048,dgx-a100-80gb,1024,1536,bf16,megatron,100\n")
+    from flopcast import api
+
+    res = api.validate(str(f))
+    assert res.to_dict()["summary"]["n_ok"] == 1

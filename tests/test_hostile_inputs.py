@@ -69,8 +69,8 @@ def test_one_trial_gives_strict_json(capsys):
 
 @pytest.mark.parametrize("body, expected", [
     ("arrival_s,input_tokens,output_tokens\n0.1,100\n", "row 2: output_tokens is missing"),
-    ("arrival_s,input_tokens,output_tokens\n0.1,inf,10\n", "input_tokens 'inf' is out of range"),
-    ("arrival_s,input_tokens,output_tokens\nnan,10,10\n", "arrival_s 'nan' is out of range"),
+    ("arrival_s,input_tokens,output_tokens\n0.1,inf,10\n", "input_tokens 'inf' is not a finite number"),
+    ("arrival_s,input_tokens,output_tokens\nnan,10,10\n", "arrival_s 'nan' is not a finite number"),
     ("arrival_s,input_tokens,output_tokens\n0.1,1e30,10\n", "is out of range"),
 ])
 def test_trace_rows_are_checked(tmp_path, capsys, body, expected):

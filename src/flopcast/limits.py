@@ -5,6 +5,11 @@ the Python argument: "tp=0 is out of range ..."), the CLI builds its click param
 table (`click_type`, errors name the flag: "--tp 0 is out of range ..."). Past the edge the code trusts
 its inputs. The upper bounds are physical: 10^8 chips is 1,000x the largest cluster built; 10^17
 tokens 10,000x the largest published pre-training run; a context of 2^27 tokens 100x the longest served.
+
+The rows of user CSV files are checked the same way: each kind of row declares its columns once (a RowSchema of
+Column types and Bounds: validate.rows.TRAINING, validate.inference.SERVING, simulate.serving.requests.TRACE), so a
+missing or unknown column and a cell that is not a number, not finite, not whole or out of range each give one
+sentence naming the column (and its row) and what is valid.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ LIMITS = {
     "interval_s": Bound(0, 1e4 * _YEARS, integer=False, open_low=True, unit="s"),
     "deadline_s": Bound(0, 1e4 * _YEARS, integer=False, open_low=True, unit="s"),
     "budget_usd": Bound(0, 1e13, integer=False, open_low=True),
+    # economics: a node's price (the catalog schema's bound), a chip's power (a megawatt), the facility's PUE
+    "price_per_hour": Bound(0, 1e7, integer=False), "power_w": Bound(0, 1e6, integer=False),
+    "pue": Bound(1, 5, integer=False),
 }
 
 
@@ -114,3 +122,91 @@ def click_type(name: str):
 
     Checked.name = "integer" if bound.integer else ("duration" if bound.unit else "number")
     return Checked()
+
+
+# ---- the rows of user CSV files (validate's measured runs, serve's --trace): one declared schema per row kind ----
+
+
+@dataclass(frozen=True)
+class Column:
+    """A CSV column: a number within `bound` (None: a text cell); `required`: the header must name it;
+    `percent`: a trailing % is allowed (the cell is then a percentage)."""
+
+    bound: Bound | None = None
+    required: bool = False
+    percent: bool = False
+
+
+def count(low: int, high: float, **kw) -> Column:
+    return Column(Bound(low, high), **kw)
+
+
+def real(high: float, low: float = 0.0, open_low: bool = True, **kw) -> Column:
+    return Column(Bound(low, high, integer=False, open_low=open_low), **kw)
+
+
+TEXT = Column()
+REQUIRED_TEXT = Column(required=True)
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """The columns a kind of CSV row may have (every other column is refused by name), with each cell's type
+    and physical range; `one_of`: the header names at least one of these (the measured figures)."""
+
+    what: str  # "the training schema", "a trace"
+    columns: dict
+    one_of: tuple = ()
+
+    def check_header(self, header, where: str) -> None:
+        """A one-line FlopcastError for a column the schema does not know, naming the closest known one."""
+        import difflib
+
+        for name in header:
+            if name and name not in self.columns:  # a blank name: a spreadsheet's trailing comma, no column
+                close = difflib.get_close_matches(name, list(self.columns), n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise FlopcastError(f"{where}: column {name!r} is not a column of {self.what}; {hint}valid: "
+                                    f"{', '.join(self.columns)}")
+
+    def missing(self, header) -> list[str]:
+        """The required columns the header lacks, and 'one of ...' when it names none of `one_of`."""
+        out = [c for c, col in self.columns.items() if col.required and c not in header]
+        if self.one_of and not any(c in header for c in self.one_of):
+            out.append(self.one_of[0] if len(self.one_of) == 1 else "one of " + ", ".join(self.one_of))
+        return out
+
+    def cell(self, name: str, value):
+        """The cell of column `name` as a number (None when blank): FlopcastError naming the column, the value
+        and what is valid when it is not a number, not finite, not whole, or outside the column's range."""
+        col = self.columns.get(name)
+        return parse_cell(name, value, col.bound if col else None, col.percent if col else False)
+
+
+def parse_cell(name: str, value, bound: Bound | None, percent: bool = False):
+    """A CSV cell as a number checked against `bound` (None: only finite); None when blank."""
+    s = (value or "").strip() if isinstance(value, str) or value is None else str(value)
+    if not s:
+        return None
+    shown = s
+    if percent and s.endswith("%"):
+        s = s[:-1].strip()
+    try:
+        v = float(s)
+    except ValueError:
+        raise FlopcastError(f"{name} {shown!r} is not a number") from None
+    if not math.isfinite(v):
+        raise FlopcastError(f"{name} {shown!r} is not a finite number")
+    if bound is None:
+        return v
+    if bound.integer:
+        if not v.is_integer():
+            raise FlopcastError(f"{name} {shown!r} is not a whole number")
+        v = int(v)
+    if v < bound.low or (bound.open_low and v == bound.low):
+        what = "positive" if (bound.low == 0 and bound.open_low) or (bound.integer and bound.low == 1) else (
+            f"at least {bound.low:g}")
+        raise FlopcastError(f"{name} must be {what}, got {shown}")
+    if v > bound.high:
+        raise FlopcastError(f"{name} {shown} is out of range; valid: {bound.valid()}")
+    return v

@@ -82,11 +82,12 @@ def csv_option(f):
 
 def economics_options(f):
     """`--price USD/h`, `--power W` and `--pue`: replace the catalog's price, chip power and PUE."""
-    f = click.option("--pue", type=float, default=None,
-                     help="Power usage effectiveness (default: the operator's published figure, e.g. AWS 1.15).")(f)
-    f = click.option("--power", "power_w", type=float, default=None,
+    f = click.option("--pue", type=click_type("pue"), default=None,
+                     help="Power usage effectiveness, 1 to 5 (default: the operator's published figure, e.g. AWS "
+                          "1.15).")(f)
+    f = click.option("--power", "power_w", type=click_type("power_w"), default=None,
                      help="Chip power in watts, replacing the catalog's "
                           "(energy = chips + hosts and network, x PUE).")(f)
-    f = click.option("--price", "price_per_hour", type=float, default=None,
+    f = click.option("--price", "price_per_hour", type=click_type("price_per_hour"), default=None,
                      help="Price of one instance (node) per hour in USD, replacing the catalog's.")(f)
     return f

@@ -16,9 +16,10 @@ A price or a power given by the user replaces the catalog's (`price_per_hour=`, 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from ..errors import FlopcastError
+from ..limits import check
 from ..units import HOUR
 
 # Host and network power per accelerator node: the NVIDIA DGX H100/H200 User Guide's maximum system input,
@@ -66,11 +67,8 @@ def _first(*choices) -> tuple:
 def rates_for(system, price_per_hour: float | None = None, power_w: float | None = None,
               pue: float | None = None) -> Rates:
     """The price and power of a node of `system`; the user's values win over the catalog's."""
-    for name, v in (("price_per_hour", price_per_hour), ("power_w", power_w)):
-        if v is not None and not v >= 0:
-            raise FlopcastError(f"`{name}` must be zero or more, got {v}")
-    if pue is not None and not 1.0 <= pue <= 5.0:
-        raise FlopcastError(f"`pue` must be between 1 and 5 (1 = no cooling or facility overhead), got {pue}")
+    price_per_hour, power_w, pue = (check(k, v) for k, v in (("price_per_hour", price_per_hour),
+                                                             ("power_w", power_w), ("pue", pue)))  # limits.py
     price, kind = _first((price_per_hour, "user"), (system.price_per_hour, "on-demand"),
                          (system.capacity_block_price_per_hour, "capacity-block"))
     chip = system.chip
@@ -99,8 +97,11 @@ class Bill:
 
 
 def bill(chips: int, instances: int, ideal_s: float, expected_s: float, rates: Rates) -> Bill:
-    """Cost and energy of holding `instances` nodes (`chips` chips) for the expected time of a run."""
+    """Cost and energy of holding `instances` nodes (`chips` chips) for the expected time of a run; both None
+    for a run that never finishes (an infinite expected time)."""
     ideal_h, held_h = ideal_s / HOUR, max(expected_s, ideal_s) / HOUR
+    if not math.isfinite(held_h):
+        return Bill(None, {}, None, {}, rates)
     if rates.price_per_hour_usd is None:
         cost, parts = None, {}
     else:

@@ -344,7 +344,11 @@ def from_config(cfg: dict, label: str, model_id: str) -> Model:
     f = _Fields({**inner, **defaults}, label)
     f.get("architectures"), f.get("model_type")
     fields, notes = READERS[mt](f)
-    arch = ", ".join(cfg.get("architectures") or []) or mt
+    archs = cfg.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise FlopcastError(f"{label}: architectures {archs!r} is not a list of class names; valid: e.g. "
+                            '["LlamaForCausalLM"]')
+    arch = ", ".join(archs) or mt
     notes = {"config": f"Hugging Face config {label} (model_type {mt}, {arch})", **notes}
     if defaults:
         notes["defaults"] = "not in the file, transformers' defaults for " + mt + ": " + ", ".join(

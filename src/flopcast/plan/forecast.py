@@ -156,6 +156,8 @@ class TrainResult(Tabular):
                 self.system.notes.get("price_per_hour", "not published"))
         if self.expected is not None and not self.expected.finishes:
             out["expected_time_to_train"] = self.expected.never_finishes_reason()
+            for k in ("energy", "cost"):  # held for ever: no bill
+                out.setdefault(k, out["expected_time_to_train"])
         return out
 
     def scaled(self, factor: float) -> TrainResult:

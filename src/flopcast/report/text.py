@@ -111,7 +111,9 @@ def _train_totals(r) -> list:
     b = r.bounds().get("time_to_train_s")
     within = f"({r.interval.label}: {fmt_duration(b[0])} to {fmt_duration(b[1])})" if b else ""
     rows.append(["time-to-train", *_duration(r.time_to_train_s), (days + within).strip()])
-    if g is not None:
+    if g is not None and not g.finishes:
+        rows.append(["expected with faults", "never", "", "", [g.never_finishes_reason()]])
+    elif g is not None:
         b = r.bounds().get("expected_time_to_train_s")
         within = f"({r.interval.label}: {fmt_duration(b[0])} to {fmt_duration(b[1])})" if b else ""
         a = g.assumptions
@@ -153,8 +155,9 @@ def _headline(r) -> list[str]:
     g, b = r.expected, r.bill
     cost = f"${b.cost_usd:,.0f}" if b.cost_usd is not None else "cost n/a"
     energy = f"{b.energy_kwh / 1e3:,.0f} MWh" if b.energy_kwh is not None else "energy n/a"
-    return [f"answer: {fmt_count(r.tokens)} tokens in {r.time_to_train_s / DAY:,.1f} days "
-            f"({g.expected_s / DAY:,.1f} days with faults), {cost}, {energy}", ""]
+    faults = f"{g.expected_s / DAY:,.1f} days with faults" if g.finishes else "never finishes with faults"
+    return [f"answer: {fmt_count(r.tokens)} tokens in {r.time_to_train_s / DAY:,.1f} days ({faults}), {cost}, "
+            f"{energy}", ""]
 
 
 def _bill_rows(r, missing: dict) -> list[list]:

@@ -135,7 +135,7 @@ def _run_ray(chunks: list, fn: Callable, workers: int | None, address: str | Non
                 ray.init(address=address, log_to_driver=False)
             else:
                 ray.init(num_cpus=workers or default_workers(), include_dashboard=False, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+        except Exception as exc:  # Ray raises a bare Exception when its node times out during start-up
             raise FlopcastError(f"cannot start or reach a Ray cluster{' at ' + address if address else ''}: "
                                 f"{error_text(exc)}") from None
     try:

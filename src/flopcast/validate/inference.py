@@ -19,6 +19,7 @@ from .. import catalog
 from ..cost import inference as inf
 from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
+from ..limits import LIMITS, REQUIRED_TEXT, TEXT, RowSchema, count, real
 from . import benchmark
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
@@ -34,9 +35,27 @@ NEURON_LOGICAL_CORES = inf.NEURON_LOGICAL_CORES
 CAL_PATH = catalog.DATA / "inference_calibration.yaml"
 
 
-REQUIRED = ("run_id", "source", "hardware", "model", "weights")  # and at least one of the METRICS columns
-# count columns and the least value each may take (input_tokens 0: a decode-only benchmark)
-COUNT_COLUMNS = {"vcpus": 1, "threads": 1, "chips": 1, "tp": 1, "batch": 1, "input_tokens": 0, "output_tokens": 1}
+# The serving schema (validation/README.md): every column a serving row may have, with its cell's type and
+# physical range (the command line's bounds, limits.py); input_tokens 0 is a decode-only benchmark; the measured
+# figures are positive, at most 1,000x the fastest published run.
+_TOKENS = LIMITS["input_tokens"].high
+SERVING = RowSchema("the serving schema", {
+    "run_id": REQUIRED_TEXT, "source": REQUIRED_TEXT, "source_locator": TEXT, "date": TEXT,
+    "hardware": REQUIRED_TEXT, "instance": TEXT, "vcpus": count(1, 1e6), "threads": count(1, LIMITS["threads"].high),
+    "chips": count(1, LIMITS["chips"].high), "tp": count(1, LIMITS["tp"].high), "engine": TEXT,
+    "model": REQUIRED_TEXT, "weights": REQUIRED_TEXT, "kv_dtype": TEXT, "batch": count(1, LIMITS["max_batch"].high),
+    "input_tokens": count(0, _TOKENS), "output_tokens": count(1, _TOKENS),
+    "measured_decode_tokens_per_s_per_stream": real(1e7), "measured_output_tokens_per_s_total": real(1e10),
+    "measured_tpot_ms": real(1e7), "measured_ttft_ms": real(1e9), "measured_prefill_tokens_per_s": real(1e10),
+    "measured_as": TEXT,
+    # how the benchmark ran (validate/benchmark.py, validation/README.md)
+    "load_tool": TEXT, "load": TEXT, "concurrency": count(1, 1e6), "request_rate_per_s": real(1e7),
+    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, _TOKENS), "duration_s": real(1e7),
+    "statistic": TEXT, "input_tokens_spread": count(0, _TOKENS), "output_tokens_spread": count(0, _TOKENS),
+    "notes": TEXT,
+}, one_of=tuple(METRICS))
+REQUIRED = tuple(c for c, col in SERVING.columns.items() if col.required)  # and one of the METRICS columns
+COUNT_COLUMNS = tuple(c for c, col in SERVING.columns.items() if col.bound is not None and col.bound.integer)
 
 
 def missing_columns(header) -> list[str]:
@@ -63,6 +82,7 @@ def _read(path) -> list[dict]:
     for p in (list(path) if isinstance(path, (list, tuple)) else resolve_files(path)):
         header, rows = read_table(p)
         check_columns(header, p)
+        SERVING.check_header(header, str(p))
         require_rows(rows, p)
         out.extend(rows)
     return out
@@ -77,22 +97,18 @@ def data_name(path) -> str:
 
 
 def _int(row, key):
-    from .training import parse_number
-
-    return parse_number(key, row.get(key), whole=True, minimum=COUNT_COLUMNS.get(key))
+    return SERVING.cell(key, row.get(key))
 
 
 def _measured(row) -> list[tuple[str, float | None, str]]:
     """(metric, measured value, why it is unusable) for every measured cell the row fills, in METRICS order."""
-    from .training import parse_number
-
     out = []
     for col, metric in METRICS.items():
         s = (row.get(col) or "").strip()
         if not s:
             continue
         try:
-            v = parse_number(col, s)
+            v = SERVING.cell(col, s)
         except FlopcastError as exc:
             out.append((metric, None, str(exc)))
             continue
@@ -333,9 +349,15 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
     out_path = CAL_PATH if out_path is None else out_path
     rows = _read(path)
     cache = {} if cache is None else cache
+    prior = _compare(rows)  # at the priors: a file without one usable figure stops here, before the fit
+    if not any(r["status"] == "ok" for r in prior):
+        reason = next((r.get("reason") for r in prior if r.get("reason")), "")
+        raise FlopcastError(f"{path}: no measured figure could be predicted ({len(prior)} skipped"
+                            f"{': ' + reason if reason else ''}); nothing to fit")
     table = fit_families(rows, cache=cache)
     summary = summarize(_compare(rows, table))
     cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
+    r2 = lambda v: None if v is None else round(v, 2)  # a held-out source may leave no figure
     doc = {
         "provenance": {
             "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
@@ -343,10 +365,10 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
                       f"log(predicted/measured) of every measured figure, "
                       f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
             "robust_scale": ROBUST_SCALE,
-            "in_sample_mape_pct": round(summary["mape_pct"], 2),
-            "in_sample_median_ape_pct": round(summary["median_ape_pct"], 2),
-            "leave_one_source_out_mape_pct": round(cv["mape_pct"], 2),
-            "leave_one_source_out_median_ape_pct": round(cv["median_ape_pct"], 2),
+            "in_sample_mape_pct": r2(summary["mape_pct"]),
+            "in_sample_median_ape_pct": r2(summary["median_ape_pct"]),
+            "leave_one_source_out_mape_pct": r2(cv["mape_pct"]),
+            "leave_one_source_out_median_ape_pct": r2(cv["median_ape_pct"]),
             "rows_per_family": {f: sum(1 for r in rows if _family_of(r) == f) for f in table},
             "sources_per_family": {f: sorted({r["source"] for r in rows if _family_of(r) == f}) for f in table},
             "hardware_per_family": {f: sorted({r["hardware"] for r in rows if _family_of(r) == f}) for f in table},

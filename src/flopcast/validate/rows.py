@@ -12,11 +12,9 @@ from pathlib import Path
 
 from ..catalog import entries as _schema
 from ..errors import FlopcastError
-from ..limits import LIMITS
+from ..limits import LIMITS, REQUIRED_TEXT, TEXT, Bound, Column, RowSchema, count, parse_cell, real
 from . import measured
 
-REQUIRED = ("run_id", "source", "model", "layers", "hidden", "heads", "seq_len", "hardware", "chips",
-            "global_batch", "dtype")
 MEASURED = "measured_tokens_per_s_per_chip"
 
 
@@ -60,7 +58,8 @@ def require_rows(rows, path) -> None:
         raise FlopcastError(f"{path} has no rows (only a header)")
 
 
-def check_columns(header, path, required=REQUIRED):
+def check_columns(header, path, required=None):
+    required = REQUIRED if required is None else required
     missing = [c for c in required if c not in header]
     if not any(k in header for k in measured.KINDS):
         missing.append(MEASURED)
@@ -75,34 +74,16 @@ def _int(v):
     return int(float(v)) if v else None
 
 
-def _float(v):
-    v = (v or "").strip()
-    return float(v) if v else None
-
-
 def parse_number(col: str, value, whole: bool = False, minimum: float | None = None) -> float | int | None:
     """A cell as a number, None when blank; FlopcastError naming the column and value otherwise.
 
-    whole: a count (int; 8.0 is read as 8, 8.5 is refused); minimum: the least value allowed."""
-    s = (value or "").strip()
-    if not s:
-        return None
-    try:
-        v = float(s)
-    except ValueError:
-        raise FlopcastError(f"{col} {s!r} is not a number") from None
-    if not math.isfinite(v):
-        raise FlopcastError(f"{col} {s!r} is not a finite number")
-    if whole:
-        if v != int(v):
-            raise FlopcastError(f"{col} {s!r} is not a whole number")
-        v = int(v)
-    if minimum is not None and v < minimum:
-        what = "positive" if minimum == 1 and whole else f"at least {minimum:g}"
-        raise FlopcastError(f"{col} must be {what}, got {s}")
-    if col in COUNT_MAXIMUM and v > COUNT_MAXIMUM[col]:
-        raise FlopcastError(f"{col} {s} is out of range; valid: at most {COUNT_MAXIMUM[col]:,}")
-    return v
+    A column of the training schema is read by its declared type and range (TRAINING); another column as a
+    finite number, `whole` a count (8.0 is read as 8, 8.5 is refused), `minimum` the least value allowed."""
+    if col in TRAINING.columns:
+        return TRAINING.cell(col, value)
+    bound = Bound(minimum, math.inf, integer=whole) if minimum is not None else (
+        Bound(-math.inf, math.inf, integer=True) if whole else None)
+    return parse_cell(col, value, bound)
 
 
 def _safe_float(v) -> float | None:
@@ -114,47 +95,60 @@ def _safe_float(v) -> float | None:
     return x if math.isfinite(x) else None
 
 
-# count columns and the least value each may take (moe_*: 0 or blank is a dense model)
-COUNT_COLUMNS = {c: 1 for c in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "chips",
-                                "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch")}
-COUNT_COLUMNS.update({"moe_experts": 0, "moe_topk": 0, "moe_expert_ffn": 0})
 # optional architecture columns (validation/README.md): MoE placement, multi-token prediction, MLA's latent
 ARCH_COLUMNS = {"moe_shared_experts": 0, "moe_dense_layers": 0, "moe_layer_freq": 1, "mtp_layers": 0,
                 "mla_kv_lora_rank": 1}
-COUNT_COLUMNS.update(ARCH_COLUMNS)
-# and the most each may be: the bounds of the model schema (catalog/entries.py) and of the CLI (limits.py)
-COUNT_MAXIMUM = {"layers": _schema.LAYERS, "hidden": _schema.WIDTH, "heads": _schema.HEADS, "kv_heads": _schema.HEADS,
-                 "ffn_hidden": 2**24, "vocab": 2**24, "seq_len": _schema.TOKENS_PER_SEQ, "moe_experts": _schema.HEADS,
-                 "moe_topk": _schema.HEADS, "moe_expert_ffn": 2**24, "moe_shared_experts": _schema.HEADS,
-                 "moe_dense_layers": _schema.LAYERS, "moe_layer_freq": _schema.LAYERS, "mtp_layers": 64,
-                 "mla_kv_lora_rank": _schema.WIDTH,
-                 "vcpus": 10**6, "batch": int(LIMITS["max_batch"].high),
-                 **{c: int(LIMITS[c].high) for c in ("chips", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
-                                                     "global_batch", "threads", "input_tokens", "output_tokens")}}
+_L, _W, _H = _schema.LAYERS, _schema.WIDTH, _schema.HEADS  # the model schema's bounds (catalog/entries.py)
+_FFN = 2**24
+
+
+def _cli(name: str, **kw) -> Column:
+    return count(1, LIMITS[name].high, **kw)  # the command line's bound (limits.py)
+
+
+# The training schema (validation/README.md): every column a training row may have, with its cell's type and
+# physical range. Counts are whole numbers (moe_*: 0 or blank is a dense model); the measured figures are
+# positive, at most 1,000x the fastest published run (a cell past that is a typo or a unit slip).
+TRAINING = RowSchema("the training schema", {
+    "run_id": REQUIRED_TEXT, "source": REQUIRED_TEXT, "source_locator": TEXT, "date": TEXT,
+    "model": REQUIRED_TEXT, "params_b": real(1e5, open_low=False),
+    "layers": count(1, _L, required=True), "hidden": count(1, _W, required=True),
+    "heads": count(1, _H, required=True), "kv_heads": count(1, _H), "ffn_hidden": count(1, _FFN),
+    "vocab": count(1, _FFN), "seq_len": count(1, _schema.TOKENS_PER_SEQ, required=True), "mlp": TEXT,
+    "moe_experts": count(0, _H), "moe_topk": count(0, _H), "moe_expert_ffn": count(0, _FFN),
+    "moe_shared_experts": count(0, _H), "moe_dense_layers": count(0, _L), "moe_layer_freq": count(1, _L),
+    "mtp_layers": count(0, 64), "mla_kv_lora_rank": count(1, _W),
+    "hardware": REQUIRED_TEXT, "chips": _cli("chips", required=True),
+    **{d: _cli(d) for d in ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch")},
+    "global_batch": _cli("global_batch", required=True), "dtype": REQUIRED_TEXT, "recompute": TEXT,
+    "sharding": TEXT, "schedule": TEXT, "framework": TEXT,
+    measured.TOKENS: real(1e9), measured.STEP_TIME: real(1e7), measured.SEQUENCES: real(1e9),
+    measured.TFLOPS: real(1e6), measured.MFU: real(100, percent=True), measured.TIME_TO_TRAIN: real(1e10),
+    measured.CONVENTION: TEXT, measured.TRAIN_TOKENS: real(LIMITS["tokens"].high),
+    "measured_as": TEXT, "notes": TEXT,
+}, one_of=measured.KINDS)
+REQUIRED = tuple(c for c, col in TRAINING.columns.items() if col.required)
 TEXT_REQUIRED = ("model", "hardware")
 
 
 def check_row(row: dict) -> float:
-    """Every numeric cell of a training row readable and possible; the measured figure (> 0) returned.
+    """Every cell of a training row readable and possible (TRAINING); the measured figure (> 0) returned.
 
     FlopcastError (the row's skip reason) naming the first bad cell: not a number, not a whole count,
-    a count below 1, a blank required cell, or a measured figure that is blank, zero, negative or not finite."""
+    outside its column's range, a blank required cell, or a measured figure that is blank."""
     for col in TEXT_REQUIRED:
         if not (row.get(col) or "").strip():
             raise FlopcastError(f"{col} is blank")
     if not (row.get("chips") or "").strip():
         raise FlopcastError("chips is blank")
-    for col, least in COUNT_COLUMNS.items():
-        parse_number(col, row.get(col), whole=True, minimum=least)
-    parse_number("params_b", row.get("params_b"))
+    for col, column in TRAINING.columns.items():
+        if column.bound is not None and col not in measured.KINDS:
+            TRAINING.cell(col, row.get(col))
     kind = measured.stated_kind(row)
     if kind is None:
         raise FlopcastError(f"{MEASURED} is blank (and no other measured figure is given: "
                             f"{', '.join(measured.KINDS[1:])}): nothing to compare with")
-    m = parse_number(kind, (row.get(kind) or "").strip().rstrip("%") if kind == measured.MFU else row.get(kind))
-    if m is not None and m <= 0:
-        raise FlopcastError(f"{kind} must be positive, got {row[kind].strip()}")
-    return m
+    return TRAINING.cell(kind, row.get(kind))
 
 
 # The measured runs the repository ships (validation/), by short name; `training` and `inference` are the unions of the
@@ -190,6 +184,7 @@ def _read_all(path) -> list[dict]:
     for p in paths:
         header, rows = read_table(p)
         check_columns(header, p)
+        TRAINING.check_header(header, str(p))
         require_rows(rows, p)
         out.extend(rows)
     return out

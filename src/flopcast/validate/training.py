@@ -42,13 +42,12 @@ from .architecture import (  # noqa: F401
     model_of,
 )
 from .rows import (  # noqa: F401
-    COUNT_COLUMNS,
     MEASURED,
     REQUIRED,
     SHIPPED,
     TEXT_REQUIRED,
     VALIDATION_DIR,
-    _float,
+    TRAINING,
     _int,
     _read_all,
     _safe_float,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import FlopcastError
+from ...limits import RowSchema, count, real
 
 
 @dataclass(frozen=True)
@@ -89,24 +90,28 @@ def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = No
                     np.maximum(1, lengths(output_tokens, n, rng, "--output-tokens")))
 
 
-def _trace_column(rows, key: str, path, low: float, high: float, whole: bool) -> np.ndarray:
-    """One column of a trace as numbers, each finite and in [low, high]; a one-line error naming the row."""
-    out = np.empty(len(rows), dtype=np.int64 if whole else float)
+# A trace row (serve --trace): its arrival time and lengths; every other column is refused by name.
+TRACE = RowSchema("a trace", {"arrival_s": real(1e10, open_low=False, required=True),
+                              "input_tokens": count(0, MAX_TOKENS_PER_REQUEST, required=True),
+                              "output_tokens": count(1, MAX_TOKENS_PER_REQUEST, required=True),
+                              # optional: the tokens at the start of the prompt shared with earlier requests
+                              # (a prefix-cache hit)
+                              "prefix_tokens": count(0, MAX_TOKENS_PER_REQUEST)})
+
+
+def _trace_column(rows, key: str, path) -> np.ndarray:
+    """One column of a trace as numbers, each of TRACE's type and range; a one-line error naming the row."""
+    out = np.empty(len(rows), dtype=np.int64 if TRACE.columns[key].bound.integer else float)
     for n, r in enumerate(rows, start=2):  # row 1 is the header
         cell = r.get(key)
-        cell = cell.strip() if isinstance(cell, str) else ""  # a short row leaves its last cells missing
-        if not cell:
+        if not isinstance(cell, str) or not cell.strip():  # a short row leaves its last cells missing
             raise FlopcastError(f"--trace {path}: row {n}: {key} is missing; every row has arrival_s, input_tokens "
-                                "and output_tokens")
+                                "and output_tokens (and prefix_tokens when the header names it)")
         try:
-            v = float(cell)
-        except ValueError:
-            raise FlopcastError(f"--trace {path}: row {n}: {key} {cell!r} is not a number") from None
-        if not (math.isfinite(v) and low <= v <= high and (not whole or v.is_integer())):
-            kind = "a whole number" if whole else "a number"
-            raise FlopcastError(f"--trace {path}: row {n}: {key} {cell!r} is out of range; valid: {kind} from "
-                                f"{low:g} to {high:g}")
-        out[n - 2] = v
+            out[n - 2] = TRACE.cell(key, cell)
+        except FlopcastError as exc:
+            valid = "" if "valid:" in str(exc) else f"; valid: {TRACE.columns[key].bound.valid()}"
+            raise FlopcastError(f"--trace {path}: row {n}: {exc}{valid}") from None
     return out
 
 
@@ -121,7 +126,7 @@ def _trace_rows(p: Path) -> tuple[list[str], list[dict]]:
             raise FlopcastError(f"--trace {p} is {p.stat().st_size:,} bytes; valid: at most {64 * MAX_REQUESTS:,}")
         reader = csv.DictReader(p.read_text(encoding="utf-8-sig").splitlines())
         header = [(h or "").strip() for h in reader.fieldnames or []]
-        rows = [{(k or "").strip(): v for k, v in r.items()} for r in reader]
+        rows = [{k if k is None else k.strip(): v for k, v in r.items()} for r in reader]
     except UnicodeDecodeError:
         raise FlopcastError(f"--trace {p} is not a UTF-8 text CSV") from None
     except OSError as exc:
@@ -137,21 +142,22 @@ def read_trace(path, notes: list | None = None) -> Requests:
 
     Rows out of arrival order are sorted; `notes`, when given, gets one line saying how many were."""
     header, rows = _trace_rows(Path(path))
-    need = ("arrival_s", "input_tokens", "output_tokens")
-    missing = [k for k in need if k not in header]
+    if not header:
+        raise FlopcastError(f"--trace {path} is empty; a trace has columns {', '.join(TRACE.columns)}")
+    missing = TRACE.missing(header)
     if missing:
         raise FlopcastError(f"--trace {path} lacks column(s) {', '.join(missing)}; a trace has columns "
-                            f"{', '.join(need)}")
+                            f"{', '.join(TRACE.columns)}")
+    TRACE.check_header(header, f"--trace {path}")
     if not rows:
         raise FlopcastError(f"--trace {path} has no rows (only a header)")
+    long = next((n for n, r in enumerate(rows, start=2) if r.get(None)), None)
+    if long:
+        raise FlopcastError(f"--trace {path}: row {long} has more cells than the header's {len(header)} columns")
     if len(rows) > MAX_REQUESTS:
         raise FlopcastError(f"--trace {path} has {len(rows):,} rows; valid: at most {MAX_REQUESTS:,}")
-    a = _trace_column(rows, "arrival_s", path, 0, 1e10, whole=False)
-    i = _trace_column(rows, "input_tokens", path, 0, MAX_TOKENS_PER_REQUEST, whole=True)
-    o = _trace_column(rows, "output_tokens", path, 1, MAX_TOKENS_PER_REQUEST, whole=True)
-    # optional: prefix_tokens, the tokens at the start of the prompt shared with earlier requests (a prefix-cache hit)
-    p = _trace_column(rows, "prefix_tokens", path, 0, MAX_TOKENS_PER_REQUEST, whole=True) \
-        if "prefix_tokens" in header else None
+    a, i, o = (_trace_column(rows, key, path) for key in ("arrival_s", "input_tokens", "output_tokens"))
+    p = _trace_column(rows, "prefix_tokens", path) if "prefix_tokens" in header else None
     # arrivals out of order are sorted (a trace may be merged from several sources), and counted
     order = np.argsort(a, kind="stable")
     moved = int((order != np.arange(len(a))).sum())

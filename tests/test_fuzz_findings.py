@@ -1,0 +1,52 @@
+"""What the fuzz campaign (benchmarks/fuzz_campaign.py) found, each kept as a test: a Hugging Face config with a
+wrong `architectures`, --price/--power/--pue past their bounds, and the bill of a run that never finishes."""
+
+import json
+import math
+
+import pytest
+
+from flopcast.cli import main
+from flopcast.cost import economics
+
+
+@pytest.mark.parametrize("value", [5, [5], "LlamaForCausalLM", [None]])
+def test_a_config_whose_architectures_is_not_a_list_of_names_is_one_line(tmp_path, capsys, value):
+    cfg = {"architectures": value, "model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000,
+           "max_position_embeddings": 512}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["train", str(path), "-H", "p5.48xlarge", "-n", "8", "--tp", "1", "--pp", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "architectures" in err and "list of class names" in err, err
+
+
+@pytest.mark.parametrize("flag,value", [("--price", "inf"), ("--price", "1e308"), ("--power", "nan"),
+                                        ("--power", "1e30"), ("--pue", "0"), ("--pue", "inf")])
+def test_price_power_and_pue_are_bounded(capsys, flag, value):
+    assert main(["train", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", "--tp", "1", "--pp", "1", flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {flag} '{value}' is ") and "valid: a finite number" in err, err
+
+
+def test_a_run_that_never_finishes_has_no_bill():
+    rates = economics.Rates(40.0, "user", 700.0, "user", 0.0, 1.2, "user")
+    b = economics.bill(8, 1, 3600.0, math.inf, rates)
+    assert b.cost_usd is None and b.energy_kwh is None and not b.cost_breakdown_usd
+    finite = economics.bill(8, 1, 3600.0, 7200.0, rates)
+    assert finite.cost_usd == pytest.approx(80.0) and finite.cost_breakdown_usd["compute"] == pytest.approx(40.0)
+
+
+def test_a_run_that_never_finishes_says_so_in_text_and_json(capsys):
+    argv = ["train", "narayanan-gpt-529.6b", "-H", "graviton4", "-n", "2", "--tp", "1", "--pp", "2", "--sharding",
+            "zero2", "--power", "700"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "never finishes with faults" in out and "cost n/a" in out and "energy n/a" in out
+    words = set(out.lower().replace(",", " ").replace("(", " ").replace(")", " ").split())
+    assert not words & {"inf", "nan", "$inf", "-inf"}, out
+    assert main(argv + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert d["cost_usd"] is None and d["energy_kwh"] is None and d["expected_time_to_train_s"] is None
+    assert d["unavailable"]["cost"].startswith("never finishes")
