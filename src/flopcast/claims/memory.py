@@ -24,11 +24,9 @@ def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
     lb, rejected, considered, _ = search_mod._valid(m, system, chips, space, True)
     fits = training.memory_bytes(m, system, lb, calibration) <= system.chip.memory  # counts need every layout
     no_rec = fits & (lb.recompute == int(Recompute.NONE))
-    out = bounded.search(m, system, chips, calibration, space, bounded.WorkTable(m, system, calibration)) \
-        if fits.any() else None
-    if out is None and fits.any():
-        out = search_mod.search(m, system, chips, calibration, space)
-    best = out.batch.layout(int(out.order[0])) if out is not None else None
+    # the best layout: the run's own search of this case (the same space: dense, ep 1), shared with the other rows
+    r = runs.train(model_name, hardware, chips) if fits.any() else None
+    best = r.layout if r is not None and r.fits else None
     if not fits.all():
         rejected["does not fit in memory"] = int((~fits).sum())
     return {"chips": chips, "candidates": considered, "valid": lb.size, "fit": int(fits.sum()),
