@@ -188,7 +188,7 @@ def test_to_dict_is_plain_json(result):
 
 
 def test_cli_json_parses(result, monkeypatch):
-    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None: result)
+    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None, **executor: result)
     out = CliRunner().invoke(cli, ["claims", "--json", "--quick"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.output)
@@ -196,7 +196,7 @@ def test_cli_json_parses(result, monkeypatch):
 
 
 def test_cli_text_table(result, monkeypatch):
-    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None: result)
+    monkeypatch.setattr(C, "evaluate", lambda quick=False, progress=None, calibration=None, **executor: result)
     out = CliRunner().invoke(cli, ["claims", "--quick"])
     assert out.exit_code == 0, out.output
     assert "verdict rules:" in out.output and "+-15%" in out.output
@@ -217,3 +217,37 @@ def test_claims_report_draws_its_series(result):
     assert html.count("<svg") == 4 and "http://" not in html.replace("http://www.w3.org", "")
     # the verdict table carries every claim
     assert all(r.id in html for r in result.rows)
+
+
+# ------------------------------------------------------------------ the independent pieces on the sweep executor
+
+
+def _without_time(r) -> dict:
+    d = r.to_dict()
+    d.pop("elapsed_s")
+    return d
+
+
+def test_groups_cover_every_claim_once_and_keep_claim_4_with_claim_2():
+    from flopcast.claims import table
+
+    ids = [i for g in table.groups() for i in g]
+    assert sorted(ids) == sorted(c.id for c in C.CLAIMS) and len(ids) == len(set(ids))
+    assert any({"2", "4"} <= set(g) for g in table.groups())  # claim 4 reads claim 2's row
+
+
+def test_two_workers_give_the_rows_of_one(result):
+    said = []
+    two = C.evaluate(quick=True, workers=2, progress=said.append)
+    assert _without_time(two) == _without_time(result)
+    assert [r.id for r in two.rows] == list(IDS)
+    assert sorted(said) == sorted(c.progress for c in C.CLAIMS if c.progress)
+
+
+def test_claims_bad_worker_count_is_one_sentence():
+    from flopcast.errors import FlopcastError
+
+    with pytest.raises(FlopcastError, match="workers must be a positive integer"):
+        C.evaluate(quick=True, workers=0)
+    r = CliRunner().invoke(cli, ["claims", "--quick", "--address", "auto"])
+    assert isinstance(r.exception, FlopcastError) and "--address is for --engine ray" in str(r.exception)

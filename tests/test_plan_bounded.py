@@ -131,3 +131,18 @@ def test_memory_alone_equals_the_full_evaluation(model, system, chips):
     lb, _, _, _ = S._valid(m, sy, chips, replace(S.SearchSpace(), micro_batch=(1, 2)), True)
     lb = lb.take(slice(0, 20_000))
     assert np.array_equal(training.memory_bytes(m, sy, lb, CAL), training.evaluate(m, sy, lb, CAL)["memory_bytes"])
+
+
+def test_plan_sizes_on_two_workers_equal_one(monkeypatch):
+    """The independent cluster sizes handed to the sweep executor (api: workers=2) give the answer of one."""
+    from flopcast import api
+
+    handed, prefetch = [], capacity._Sizer.prefetch
+    monkeypatch.setattr(capacity._Sizer, "prefetch", lambda self, nodes: (
+        handed.append(self.mapper is not None and len(set(nodes) - set(self.cache)) > 1), prefetch(self, nodes)))
+    kw = dict(tokens="1T", micro_batch=1, cp=1, sequence_parallel=False)
+    one = api.plan("llama2-7b", "p5.48xlarge", deadline="20d", **kw).to_dict()
+    two = api.plan("llama2-7b", "p5.48xlarge", deadline="20d", workers=2, **kw).to_dict()
+    one.pop("wall_s"), two.pop("wall_s")
+    assert handed == [False, True]  # one worker: here; two: the sizes priced above the smallest, on the executor
+    assert two == one

@@ -27,13 +27,17 @@ class ClaimsReport(Tabular):
 
 
 @python_errors
-def claims(*, quick: bool = False, progress=None, calibration=None) -> ClaimsReport:
+def claims(*, quick: bool = False, progress=None, calibration=None, engine: str = "local", workers: int = 1,
+           address: str | None = None) -> ClaimsReport:
     """Test AWS's Trainium2 / Graviton4 announcement claims with flopcast's own models (tens of seconds;
     `quick=True` uses fewer sizes and models). progress(message) is called once per claim. calibration: a file
-    `calibrate` wrote, replacing the shipped calibration of its kind (training or serving).
+    `calibrate` wrote, replacing the shipped calibration of its kind (training or serving). workers: 1 (the default)
+    computes here; more hand the independent claims to the sweep executor (engine "local": a process pool; "ray",
+    address: a Ray cluster), with the same rows.
 
     Example (not run here: it takes seconds): ``flopcast.claims(quick=True).to_frame()[["id", "verdict"]]``
     """
     from .. import claims as C
 
-    return ClaimsReport(C.evaluate(quick=quick, progress=progress, calibration=calibration))
+    return ClaimsReport(C.evaluate(quick=quick, progress=progress, calibration=calibration, engine=engine,
+                                   workers=workers, address=address))

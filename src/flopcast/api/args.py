@@ -120,3 +120,23 @@ def chip_counts(value, name: str) -> list[int]:
         raise FlopcastError(f"`{name}` must be a comma-separated list of at most 64 chip counts, each 1 to "
                             f"100,000,000, such as 1024,8192, got {value!r}")
     return sorted(set(out))
+
+
+def executor_map(engine: str = "local", workers: int = 1, address: str | None = None):
+    """None for one local worker (compute in this process), else mapper(fn, tasks) -> [fn(task), ...] in the
+    tasks' order on the sweep executor (sweep/executors.py: a process pool, or Ray tasks); a task's error is
+    raised as the serial loop would raise it."""
+    from ..sweep import executors
+
+    if executors.Engine.parse(engine) == executors.Engine.LOCAL and workers == 1 and address is None:
+        return None
+
+    def mapper(fn, tasks):
+        out = [None] * len(tasks)
+        for o in executors.run(tasks, fn, engine=engine, workers=workers, address=address):
+            if not o.ok:
+                raise FlopcastError(o.error)
+            out[o.index] = o.value
+        return out
+
+    return mapper

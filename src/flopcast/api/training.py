@@ -182,11 +182,15 @@ class PlanResult(Tabular):
 @python_errors
 def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", deadline=None, budget=None,
          pareto: bool = False, seq_len: int | None = None, calibration: Calibration | str | None = None, progress=None,
-         price_per_hour=None, power_w=None, pue=None, max_global_batch: int | None = None, **layout) -> PlanResult:
+         price_per_hour=None, power_w=None, pue=None, max_global_batch: int | None = None, engine: str = "local",
+         workers: int = 1, address: str | None = None, **layout) -> PlanResult:
     """Size a cluster of whole nodes: the cheapest that meets `deadline` ("30d", "12h" or seconds) with faults,
     the fastest within `budget` (dollars, "2.5M", downtime and re-done work included), or (`pareto=True`) the
     size/time/cost frontier. Exactly one of them. The global batch is searched up to the model's critical
     batch (plan/batch.py) or `max_global_batch` sequences; price_per_hour, power_w and pue as in `train`.
+    workers: 1 (the default) searches here; more hand the independent cluster sizes (the pareto sizes, the
+    sizes priced above the smallest that meets a deadline) to the sweep executor (engine "local" or "ray",
+    address), with the same answer.
 
     >>> p = flopcast.plan("llama2-7b", hardware="p5.48xlarge", tokens="100B", deadline="30d")
     >>> p.outcome.chosen.result.time_to_train_s <= 30 * 86400
@@ -199,7 +203,7 @@ def plan(model: str | Model, hardware: str | System, *, tokens="chinchilla", dea
     n_tokens = args.tokens(tokens, m)
     space, cal = _space(layout), calibrations.training(calibration)
     kw = {"progress": progress, "rates": rates(system, price_per_hour, power_w, pue),
-          "max_global_batch": max_global_batch}
+          "max_global_batch": max_global_batch, "mapper": args.executor_map(engine, workers, address)}
     t0 = time.perf_counter()
     if deadline is not None:
         d = args.duration(deadline, "deadline", unit_required=True)

@@ -57,14 +57,15 @@ def geomean(xs):
     return float(np.exp(np.mean(np.log(xs)))) if xs else None
 
 
-def dense_models() -> list:
-    """Dense catalog models, smallest first."""
-    out = [catalog.load_model(n) for n in catalog.names("model")]
+def dense_models(load=catalog.load_model) -> list:
+    """Dense catalog models, smallest first; load(name): how a model is read (Runs.model reads each once a run)."""
+    out = [load(n) for n in catalog.names("model")]
     return sorted((m for m in out if m.moe is None), key=total_params)
 
 
 class Runs:
-    """One claims run: a cache of training predictions (claims share configurations) and progress."""
+    """One claims run: a cache of training predictions (claims share configurations), of the catalog's models and
+    systems (read once per run, not once per search), and progress."""
 
     def __init__(self, quick: bool, progress=None, calibration=None):
         from ..cost import calibrations
@@ -76,7 +77,15 @@ class Runs:
         self._cache = {}
         self._tables = {}  # bounded.WorkTable per model, system and calibration, shared by the searches
 
-    def once(self, key: str, compute):
+    def model(self, name: str):
+        """The catalog model `name`, parsed once per run."""
+        return self.once(("model", name), lambda: forecast.resolve_model(name))
+
+    def system(self, name: str):
+        """The catalog system `name` (or a chip's default system), parsed once per run."""
+        return self.once(("system", name), lambda: forecast.resolve_system(name))
+
+    def once(self, key, compute):
         """compute() the first time `key` is asked for, its value from then on (evidence several rows share)."""
         if key not in self._cache:
             self._cache[key] = compute()
@@ -85,7 +94,8 @@ class Runs:
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:
-            self._cache[key] = forecast.train(model, hardware, chips, calibration=self.calibration,
+            self._cache[key] = forecast.train(self.model(model), self.system(hardware), chips,
+                                              calibration=self.calibration,
                                               exhaustive=False, work_tables=self._tables, **layout)
         return self._cache[key]
 

@@ -35,7 +35,7 @@ def graviton_cases(quick: bool, engines: dict | None = None) -> list[dict]:
     models = ["llama3-8b", "llama3-70b"]
     weights = ["bf16", "q8_0", "q4_0"]
     batches = [1, 8] if quick else [1, 4, 16, 32]
-    out = []
+    out, fitted = [], inf.calibration_hardware()  # read once for every case's interval
     for basis, pair in (("socket", SOCKET), ("equal_cores", EQUAL_CORES)):
         for mname in models:
             m = catalog.load_model(mname)
@@ -43,7 +43,7 @@ def graviton_cases(quick: bool, engines: dict | None = None) -> list[dict]:
                 d3, d4 = (inf.deployment(m, catalog.system_for(hw), chips=c, weights=w, inference_calibration=engines)
                           for hw, c in pair)
                 for b in batches:
-                    p3, p4 = inf.predict(d3, b, 512, 128), inf.predict(d4, b, 512, 128)
+                    p3, p4 = (inf.predict(d, b, 512, 128, fitted_hardware=fitted) for d in (d3, d4))
                     fits = p3.fits and p4.fits
                     common = {"model": mname, "weights": w, "batch": b, "basis": basis, "graviton3": pair[0][0],
                               "graviton4": pair[1][0], "fits": fits, "fits_graviton3": p3.fits,

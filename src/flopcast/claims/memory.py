@@ -17,18 +17,16 @@ from .evidence import ANNOUNCEMENT, GPT300B, TRN1, TRN2, Runs, dense_models, sou
 from .rows import Estimate
 
 
-def _outcome(model_name: str, hardware: str, chips: int, calibration) -> dict:
+def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
-    m, system = forecast.resolve_model(model_name), forecast.resolve_system(hardware)
+    m, system, calibration = runs.model(model_name), runs.system(hardware), runs.calibration
     space = replace(forecast.layout_space(), ep=(1,))
     lb, rejected, considered, _ = search_mod._valid(m, system, chips, space, True)
     fits = training.memory_bytes(m, system, lb, calibration) <= system.chip.memory  # counts need every layout
     no_rec = fits & (lb.recompute == int(Recompute.NONE))
-    out = bounded.search(m, system, chips, calibration, space, bounded.WorkTable(m, system, calibration)) \
-        if fits.any() else None
-    if out is None and fits.any():
-        out = search_mod.search(m, system, chips, calibration, space)
-    best = out.batch.layout(int(out.order[0])) if out is not None else None
+    # the best layout: the run's own search of this case (the same space: dense, ep 1), shared with the other rows
+    r = runs.train(model_name, hardware, chips) if fits.any() else None
+    best = r.layout if r is not None and r.fits else None
     if not fits.all():
         rejected["does not fit in memory"] = int((~fits).sum())
     return {"chips": chips, "candidates": considered, "valid": lb.size, "fit": int(fits.sum()),
@@ -39,9 +37,9 @@ def _outcome(model_name: str, hardware: str, chips: int, calibration) -> dict:
 
 def _largest_fitting(runs: Runs, hardware: str, names: list) -> dict | None:
     """The largest model (by parameters) in `names` with a layout that fits on one 16-chip instance."""
-    system = forecast.resolve_system(hardware)
-    for m in sorted(names, key=lambda n: -total_params(catalog.load_model(n))):
-        if bounded.cannot_fit(catalog.load_model(m), system, 16):  # its states alone exceed the HBM: no search
+    system = runs.system(hardware)
+    for m in sorted(names, key=lambda n: -total_params(runs.model(n))):
+        if bounded.cannot_fit(runs.model(m), system, 16):  # its states alone exceed the HBM: no search
             continue
         r = runs.train(m, hardware, 16)
         if r.fits:
@@ -55,17 +53,16 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
     c1, c2 = catalog.load_chip("trainium1"), catalog.load_chip("trainium2")
     est = c2.memory / c1.memory
     names = (["llama2-7b", "llama2-13b", "narayanan-gpt-18.4b", "mpt-30b", "llama2-70b", "gpt3-175b", GPT300B]
-             if runs.quick else [m.id for m in dense_models()])
+             if runs.quick else [m.id for m in dense_models(runs.model)])
     largest = {"trainium1": _largest_fitting(runs, TRN1, names), "trainium2": _largest_fitting(runs, TRN2, names)}
     # smallest power-of-two cluster on which the ~300B GPT fits at all
     min_chips = {}
     for chip_id, hw in (("trainium1", TRN1), ("trainium2", TRN2)):
-        big, system = forecast.resolve_model(GPT300B), forecast.resolve_system(hw)
+        big, system = runs.model(GPT300B), runs.system(hw)
         min_chips[chip_id] = next((n for n in (16, 32, 64, 128, 256, 512, 1024)
                                    if not bounded.cannot_fit(big, system, n) and runs.train(GPT300B, hw, n).fits), None)
     ref = min_chips["trainium1"] or 1024
-    counts = {"trainium1": _outcome(GPT300B, TRN1, ref, runs.calibration),
-              "trainium2": _outcome(GPT300B, TRN2, ref, runs.calibration)}
+    counts = {"trainium1": _outcome(runs, GPT300B, TRN1, ref), "trainium2": _outcome(runs, GPT300B, TRN2, ref)}
     l1, l2 = largest["trainium1"], largest["trainium2"]
     why = (f"the catalog gives {c2.memory / GiB:.0f} GiB vs {c1.memory / GiB:.0f} GiB ({est:.1f}x): one instance "
            f"trains "

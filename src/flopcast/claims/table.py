@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from ..errors import FlopcastError
 from . import graviton, memory, peak, scaling, security, speedup, weeks
 from .evidence import Runs
 from .rows import Claim, ClaimsResult, no_figure_rule, weeks_rule
@@ -47,18 +48,59 @@ CLAIMS = (
 )
 
 
-def evaluate(quick: bool = False, progress=None, calibration=None) -> ClaimsResult:
-    """Every claim row and the plot series. progress(msg) is called once per claim; calibration: a file
-    `flopcast calibrate` wrote, replacing the shipped calibration of its kind."""
-    t0 = time.perf_counter()
-    runs = Runs(quick, progress, calibration)
-    rows, series = {}, {}
-    for claim in CLAIMS:
-        if claim.progress:
-            runs.progress(claim.progress)
+def groups() -> list[tuple[str, ...]]:
+    """The claims' independent pieces: the ids of the claims one estimator module computes (they share its
+    evidence, and claim 4 reads claim 2's row), in table order."""
+    out: dict[str, list] = {}
+    for c in CLAIMS:
+        out.setdefault(c.estimate.__module__, []).append(c.id)
+    return [tuple(ids) for ids in out.values()]
+
+
+def evaluate_group(task) -> dict:
+    """(quick, calibration, ids) -> {id: (ClaimRow, series)}: one piece of the claims, on its own Runs (an
+    executor task: module-level, picklable in and out)."""
+    quick, calibration, ids = task
+    return _rows(Runs(quick, None, calibration), ids)
+
+
+def _rows(runs: Runs, ids, said=None) -> dict:
+    rows, out = {}, {}
+    for claim in (c for c in CLAIMS if c.id in ids):
+        if claim.progress and said:
+            said(claim.progress)
         estimate = claim.estimate(runs, rows)
         rows[claim.id] = claim.judge(estimate)
-        series.update(estimate.series)
-    for r in rows.values():
-        assert r.verdict in VERDICTS, r.verdict
+        out[claim.id] = (rows[claim.id], estimate.series)
+    return out
+
+
+def evaluate(quick: bool = False, progress=None, calibration=None, *, engine: str = "local",
+             workers: int = 1, address: str | None = None) -> ClaimsResult:
+    """Every claim row and the plot series. progress(msg) is called once per claim; calibration: a file
+    `flopcast calibrate` wrote, replacing the shipped calibration of its kind. workers: 1 (the default) runs every
+    claim here, sharing one cache of predictions; more hand the groups() to the sweep executor (a local process
+    pool, or Ray with engine="ray" and an optional address), the same rows either way."""
+    from ..sweep import executors
+
+    t0 = time.perf_counter()
+    if workers == 1 and executors.Engine.parse(engine) == executors.Engine.LOCAL:
+        runs = Runs(quick, progress, calibration)
+        found = _rows(runs, {c.id for c in CLAIMS}, runs.progress)
+    else:
+        tasks = [(quick, calibration, ids) for ids in groups()]
+        found = {}
+        for o in executors.run(tasks, evaluate_group, engine=engine, workers=workers, address=address):
+            if not o.ok:
+                raise FlopcastError(o.error)
+            found.update(o.value)
+            for cid in o.value:
+                said = next(c.progress for c in CLAIMS if c.id == cid)
+                if said and progress:
+                    progress(said)
+    rows, series = {}, {}
+    for claim in CLAIMS:  # table order, whatever order the pieces finished in
+        rows[claim.id], part = found[claim.id]
+        series.update(part)
+        assert rows[claim.id].verdict in VERDICTS, rows[claim.id].verdict
     return ClaimsResult(tuple(rows.values()), series, quick, time.perf_counter() - t0)

@@ -10,7 +10,8 @@ import click
 from .. import api
 from ..progress import Progress
 from ..report.text_table import Column, fold, render, sideways, width
-from .options import calibration_option, report_options
+from ..errors import FlopcastError
+from .options import calibration_option, executor_options, report_options
 from .render import emit_report, to_json
 
 # the summary table: the claim and the estimates wrap within their widths (characters), why takes the rest
@@ -121,16 +122,20 @@ def report(result) -> str:
               help="Print {\"claims\": [...], \"series\": {...}} with unit-suffixed keys.")
 @click.option("--quick", is_flag=True, help="Fewer cluster sizes, models and batches (a fast run).")
 @calibration_option
+@executor_options
 @report_options
-def claims(as_json, quick, calibration, html, png):
+def claims(as_json, quick, calibration, engine, address, workers, html, png):
     """Test AWS's Trainium2 / Graviton4 announcement claims with flopcast's own models.
 
     One row per claim: the claim as announced, flopcast's estimate, the assumptions and sources behind it,
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
+    if address is not None and engine != "ray":
+        raise FlopcastError("--address is for --engine ray")
     with Progress("checking the claims", unit="claims") as bar:
-        out = api.claims(quick=quick, progress=bar.step, calibration=calibration)
+        out = api.claims(quick=quick, progress=bar.step, calibration=calibration, engine=engine, workers=workers,
+                         address=address)
     result = out.result
     click.echo(to_json(out.to_dict()) if as_json else report(result))
     from ..report import figures  # the figures load matplotlib only when a report is asked for

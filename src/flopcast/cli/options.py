@@ -91,3 +91,14 @@ def economics_options(f):
     f = click.option("--price", "price_per_hour", type=click_type("price_per_hour"), default=None,
                      help="Price of one instance (node) per hour in USD, replacing the catalog's.")(f)
     return f
+
+
+def executor_options(f):
+    """--engine, --address, --workers: where a command's independent pieces run (sweep/executors.py)."""
+    f = click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
+                     help="Processes (or Ray tasks) for the independent pieces; 1 computes here.")(f)
+    f = click.option("--address", default=None,
+                     help="The Ray cluster (e.g. auto, ray://HOST:10001); none starts a local one.")(f)
+    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="local: this machine's processes; ray: Ray tasks.")(f)
+

@@ -8,7 +8,9 @@ from ..limits import click_type
 from .. import api
 from ..progress import Progress
 from ..units import DAY, fmt_count
-from .options import calibration_option, csv_option, economics_options, layout_from, layout_options, report_options
+from ..errors import FlopcastError
+from .options import (calibration_option, csv_option, economics_options, executor_options, layout_from, layout_options,
+                      report_options)
 from .render import echo, echo_json, emit_report, write_csv
 from ..report.text_table import Column, render, sideways
 
@@ -165,14 +167,18 @@ def _answer_lines(out) -> list[str]:
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
+@executor_options
 @report_options
 def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, price_per_hour, power_w, pue,
-         calibration, csv_path, as_json, seq_len, html, png, **kw):
+         calibration, csv_path, as_json, seq_len, engine, address, workers, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
+    if address is not None and engine != "ray":
+        raise FlopcastError("--address is for --engine ray")
     with Progress("planning", enabled=not as_json) as bar:
         res = api.plan(model, hardware, tokens=tokens, deadline=deadline, budget=budget, pareto=pareto,
                        seq_len=seq_len, calibration=calibration, progress=bar, max_global_batch=max_global_batch,
-                       price_per_hour=price_per_hour, power_w=power_w, pue=pue, **layout_from(kw))
+                       price_per_hour=price_per_hour, power_w=power_w, pue=pue, engine=engine, workers=workers,
+                       address=address, **layout_from(kw))
     write_csv(csv_path, res)
     m, system, n_tokens, out, what, wall = res.model, res.system, res.tokens, res.outcome, res.what, res.wall_s
     emit_report(html, png, lambda: _reports().plan_report(out, f"flopcast plan: {m.label} on {system.id}, {what}"))

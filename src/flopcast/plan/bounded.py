@@ -70,7 +70,7 @@ class WorkTable:
                 values, code = np.unique(c, return_inverse=True)
                 key = key * len(values) + code.reshape(-1)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        distinct = [tuple(int(c[i]) for c in cols) for i in first]
+        distinct = list(map(tuple, np.stack([c[first] for c in cols], axis=1).tolist()))  # Python ints, as keys
         return self.work(distinct)[inverse.reshape(-1)]
 
     def least(self, combos: list[tuple], ch, trainable: tuple) -> np.ndarray:

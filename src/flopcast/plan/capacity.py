@@ -74,7 +74,8 @@ class PlanOutcome:
 class _Sizer:
     """Best layout per node count, cached."""
 
-    def __init__(self, model, system, tokens, cal, space, progress=None, rates=None, max_global_batch=None):
+    def __init__(self, model, system, tokens, cal, space, progress=None, rates=None, max_global_batch=None,
+                 mapper=None):
         if tokens is None or tokens <= 0:
             raise FlopcastError(f"`tokens` must be positive, got {tokens}")
         self.model, self.system, self.tokens, self.cal, self.space = model, system, float(tokens), cal, space
@@ -95,6 +96,21 @@ class _Sizer:
         self.progress = progress
         self.table = bounded.WorkTable(model, system, cal)
         self._floor = None
+        self.mapper = mapper
+        self._args = (model, system, tokens, cal, space, rates, max_global_batch)
+
+    def prefetch(self, nodes: list) -> None:
+        """Search the sizes not yet known, independent pieces: on mapper(fn, tasks) -> values in order (the api's
+        executor: local processes or Ray) where one is given and there are several, else here."""
+        todo = sorted({int(n) for n in nodes} - set(self.cache))
+        if self.mapper is None or len(todo) < 2:
+            for n in todo:
+                self(n)
+            return
+        if self.progress is not None:
+            self.progress.note(f"searching {len(todo)} sizes on the executor")
+        for n, point in zip(todo, self.mapper(size_point, [(self._args, n) for n in todo])):
+            self.cache[n] = point
 
     def __call__(self, nodes: int) -> PlanPoint:
         if nodes not in self.cache:
@@ -156,6 +172,13 @@ class _Sizer:
         return [self.cache[n] for n in sorted(self.cache)]
 
 
+def size_point(task) -> PlanPoint:
+    """((model, system, tokens, cal, space, rates, max_global_batch), nodes) -> the best PlanPoint on that many
+    nodes: one cluster size searched on its own (an executor task: module-level, picklable in and out)."""
+    (model, system, tokens, cal, space, rates, max_global_batch), nodes = task
+    return _Sizer(model, system, tokens, cal, space, None, rates, max_global_batch)(nodes)
+
+
 def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
     """One phrase: memory when valid layouts exist (with the smallest footprint), else the rules."""
     if out.batch.size and out.results:
@@ -195,12 +218,12 @@ def _cost_key(p: PlanPoint):
 
 def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float, cal: Calibration,
                   space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None, rates=None,
-                  max_global_batch: int | None = None) -> PlanOutcome:
+                  max_global_batch: int | None = None, mapper=None) -> PlanOutcome:
     """Cheapest cluster (whole nodes) whose best layout trains `tokens` within `deadline_s` with faults,
     checkpoints and restarts; the fastest and the smallest that do are kept too."""
     if not deadline_s or deadline_s <= 0:
         raise FlopcastError(f"`deadline` must be positive, got {deadline_s}")
-    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch, mapper)
     meets = lambda n: size.meets(n, deadline_s)
     # exponential: 1, 2, 4, ... nodes until one meets the deadline or the system's largest cluster
     lo, hi, n = 0, None, 1
@@ -224,16 +247,14 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
             f"{best.expected_s / 86400:.1f} days")
     lo, hi = _bisect(lo, hi, lambda n: not meets(n))  # lo misses, hi meets
     # a larger cluster can be cheaper (a better layout, fewer idle chips): price a few above the smallest
-    for f in EXTRA_SIZES:
-        n = min(size.max_nodes, int(math.ceil(hi * f)))
-        size(n)
+    size.prefetch([min(size.max_nodes, int(math.ceil(hi * f))) for f in EXTRA_SIZES])
     ok = [p for p in size.points() if p.result is not None and p.expected_s <= deadline_s]
     return _finish("deadline", size, ok, deadline_s, _cost_key)
 
 
 def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, cal: Calibration,
                 space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None, rates=None,
-                max_global_batch: int | None = None) -> PlanOutcome:
+                max_global_batch: int | None = None, mapper=None) -> PlanOutcome:
     """Fastest cluster (whole nodes) whose training run, downtime and re-done work included, costs at most
     `budget_usd`; the cheapest and the smallest within budget are kept too."""
     from ..cost.economics import rates_for
@@ -244,7 +265,7 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
                             f"`budget` needs one: give one (--price USD/h), use `deadline`, or a system with a price")
     if not budget_usd or budget_usd <= 0:
         raise FlopcastError(f"`budget` must be positive, got {budget_usd}")
-    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch, mapper)
     within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
     # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
     lo, hi, n = None, None, 1
@@ -282,16 +303,17 @@ def _sizes(max_nodes: int) -> list[int]:
 
 def pareto(model: Model, system: System, tokens: float, cal: Calibration,
            space: search_mod.SearchSpace = search_mod.SearchSpace(), sizes=None, progress=None, rates=None,
-           max_global_batch: int | None = None) -> PlanOutcome:
+           max_global_batch: int | None = None, mapper=None) -> PlanOutcome:
     """Frontier of (chips, time to train, cost) over cluster sizes (powers of two nodes by default).
 
     A size is on the frontier when no other size is both at least as fast and at least as cheap
     (cost in USD when the system has a price, chip-hours otherwise), one of them strictly; times with faults.
     """
-    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch)
+    size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch, mapper)
     nodes = sorted({int(n) for n in sizes}) if sizes else _sizes(size.max_nodes)
     if any(n < 1 or n > size.max_nodes for n in nodes):
         raise FlopcastError(f"cluster sizes must be 1..{size.max_nodes} nodes of {system.id}")
+    size.prefetch(nodes)
     pts = [size(n) for n in nodes]
     ok = [p for p in pts if p.result is not None]
     if not ok:

@@ -70,11 +70,13 @@ class InferenceResult:
 
 
 def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int,
-            prefix_tokens: int = 0) -> InferenceResult:
+            prefix_tokens: int = 0, fitted_hardware: dict | None = None) -> InferenceResult:
     """TTFT, TPOT, throughput, memory and cost of `batch` requests of fixed shape on one replica.
 
     TPOT is the decode step at the mean KV window of the request (decode_window). prefix_tokens: a prefix every
-    prompt shares, already cached (prefix caching): not prefilled, its KV held once."""
+    prompt shares, already cached (prefix caching): not prefilled, its KV held once. fitted_hardware: the
+    calibration's family -> chips map (engines.calibration_hardware), read from its file when None; a caller
+    predicting many cases reads it once."""
     if batch < 1:
         raise FlopcastError(f"--batch must be a positive integer, got {batch}")
     if input_tokens < 0 or output_tokens < 1:
@@ -104,7 +106,8 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int,
         1.0 / tpot, total, batch * max(input_tokens, 1) / t_pre, mem, cap, fits,
         max_batch(d, input_tokens + output_tokens, cached), cost,
         {k: float(v) for k, v in dec_parts.items()}, {k: float(v) for k, v in pre_parts.items()}, tuple(notes),
-        serving_interval(d.system.chip.id, d.family, calibration_hardware(), bool(d.model.moe)))
+        serving_interval(d.system.chip.id, d.family,
+                         calibration_hardware() if fitted_hardware is None else fitted_hardware, bool(d.model.moe)))
 
 
 def thread_sweep(d: Deployment, threads, context: float = 64.0):
