@@ -126,3 +126,20 @@ def test_training_dtypes_need_their_units():
     out = search_mod.search(m, system, 8, catalog.calibration(), space)
     assert any("no FP8 units" in k for k in out.rejected) and any("int8" in k for k in out.rejected)
     assert out.n_fit > 0 and set(out.batch.dtype.tolist()) == {int(Dtype.BF16)}
+
+
+def test_candidates_judged_in_slices_equal_all_at_once(monkeypatch):
+    """_valid expands the base rows a slice at a time (bounded memory for large MoE models): the same layouts in
+    the same order, the same rejection counts and dtype counts as one expansion."""
+    import numpy as np
+
+    from flopcast import catalog
+    from flopcast.model.strategy import LAYOUT_FIELDS
+    from flopcast.plan import search as S
+
+    m, s = catalog.load_model("mixtral-8x7b"), catalog.system_for("p5.48xlarge")
+    whole = S._valid(m, s, 64, S.SearchSpace(), True)
+    monkeypatch.setattr(S, "EXPAND_ROWS", 1000)
+    sliced = S._valid(m, s, 64, S.SearchSpace(), True)
+    assert all(np.array_equal(getattr(whole[0], n), getattr(sliced[0], n)) for n in LAYOUT_FIELDS)
+    assert whole[1:] == sliced[1:] and whole[0].size > 1000

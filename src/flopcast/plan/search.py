@@ -163,11 +163,22 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
                allow_idle: bool = True) -> tuple[LayoutBatch, dict, int]:
     """Candidate layouts (arrays) that pass the degree and batch rules, how many candidates each rule
     rejected, and how many were considered in all."""
+    base, pairs, ch, tally = _passing_base(model, system, chips, space, allow_idle)
+    if base is None:
+        return LayoutBatch.of([]), tally.rejected, tally.considered
+    lb = _expand(base, pairs, ch)
+    tally.considered += lb.size
+    return lb, tally.rejected, tally.considered
+
+
+def _passing_base(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool):
+    """(base rows that pass the degree and batch rules, (vp, schedule) pairs, choices, tally); base None when
+    no candidate is left. Each base row stands for len(pairs) x ch.per_schedule_pair expanded candidates."""
     ch = _choices(model, system, chips, space)
     tally = _Tally()
     rows = _base_rows(model, chips, space, ch, allow_idle, tally)
     if not len(rows):
-        return LayoutBatch.of([]), tally.rejected, tally.considered
+        return None, [], ch, tally
     base = np.array(rows, dtype=np.int64)
     pairs = _schedule_pairs(space, ch, len(base), tally)
     # the degree and batch rules, once per base row: each row stands for n_exp expanded candidates
@@ -177,10 +188,8 @@ def candidates(model: Model, system: System, chips: int, space: SearchSpace,
     tally.considered += int(np.count_nonzero(~ok)) * n_exp
     base = base[ok]
     if not len(base) or not pairs:
-        return LayoutBatch.of([]), tally.rejected, tally.considered
-    lb = _expand(base, pairs, ch)
-    tally.considered += lb.size
-    return lb, tally.rejected, tally.considered
+        return None, pairs, ch, tally
+    return base, pairs, ch, tally
 
 
 def _base_rows(model: Model, chips: int, space: SearchSpace, ch: _Choices, allow_idle: bool,
@@ -266,22 +275,33 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
     return None
 
 
+EXPAND_ROWS = 1 << 21  # expanded candidates judged at a time (bounded memory: ~14 int64 arrays of this length)
+
+
 def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool):
     """The candidates that pass every rule but the chip's data types and memory: (batch, what each rule
     rejected, candidates considered, {dtype: layouts of that dtype}); the dtypes the chip cannot train in are
-    left out of the batch (their counts are the chip's to name)."""
-    lb, rejected, considered = candidates(model, system, chips, space, allow_idle)
-    if lb.size == 0:
-        return lb, rejected, considered, {}
-    ok = np.ones(lb.size, dtype=bool)
-    ok = _apply(expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel, micro_batches_of(lb),
-                                lb.recompute, lb.etp), ok, rejected)
-    dtypes = {}
-    for d in np.unique(lb.dtype):
-        dtypes[int(d)] = int(np.count_nonzero(ok & (lb.dtype == d)))
-        if training_dtype_problem(system.chip, Dtype(int(d))):
-            ok &= lb.dtype != d
-    return lb.take(np.nonzero(ok)[0]), rejected, considered, dtypes
+    left out of the batch (their counts are the chip's to name). The base rows are expanded and judged a slice
+    at a time, so that memory stays bounded however many candidates a large MoE model has."""
+    base, pairs, ch, tally = _passing_base(model, system, chips, space, allow_idle)
+    if base is None:
+        return LayoutBatch.of([]), tally.rejected, tally.considered, {}
+    step = max(1, EXPAND_ROWS // (len(pairs) * ch.per_schedule_pair))
+    kept, dtypes = [], {}
+    for start in range(0, len(base), step):
+        lb = _expand(base[start:start + step], pairs, ch)
+        tally.considered += lb.size
+        ok = _apply(expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
+                                   micro_batches_of(lb), lb.recompute, lb.etp), np.ones(lb.size, dtype=bool),
+                    tally.rejected)
+        for d in np.unique(lb.dtype):
+            dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok & (lb.dtype == d)))
+            if training_dtype_problem(system.chip, Dtype(int(d))):
+                ok &= lb.dtype != d
+        kept.append(lb.take(np.nonzero(ok)[0]))
+    out = kept[0] if len(kept) == 1 else LayoutBatch(
+        **{n: np.concatenate([getattr(k, n) for k in kept]) for n in LAYOUT_FIELDS})
+    return out, tally.rejected, tally.considered, dtypes
 
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
