@@ -93,7 +93,9 @@ def test_forecast_follows_the_chip_count(page, tmp_path):
     assert _seconds(step) > 0
     assert "<rect" in figure and 'data-breakdown="time_breakdown_s"' in figure
     assert 'data-breakdown="memory_breakdown_gib"' in figure
-    assert pg.eval_on_selector("#breakdown", "e => e.getBoundingClientRect().width * e.getBoundingClientRect().height")
+    # the breakdown is laid out after the numbers arrive: wait (up to 10 s) for it to take room on the page
+    pg.wait_for_function("() => { const r = document.querySelector('#breakdown').getBoundingClientRect();"
+                         " return r.width * r.height > 0; }", timeout=10_000)
     pg.screenshot(path=str(tmp_path / "forecast-16.png"), full_page=True)
 
     pg.fill("#chips", "64")  # the page re-runs the forecast on the change, with no button pressed
