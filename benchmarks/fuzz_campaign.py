@@ -123,6 +123,16 @@ def _bad_values(data, path="") -> str | None:
     return None
 
 
+def _json_verdict(text: str):
+    """(the parsed document, None), or (None, (class, detail)) when it is not strict JSON or holds nonsense."""
+    try:
+        data = _strict(text)
+    except ValueError as exc:
+        return None, ("invalid_json", f"{exc}: {text[:300]}")
+    bad = _bad_values(data)
+    return data, (("nonsense", bad) if bad else None)
+
+
 def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out: str, err: str) -> tuple[str, str]:
     """(class, detail) of one finished run."""
     if cpu_s > CPU_S or (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU):
@@ -142,13 +152,9 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
             return "nonsense", f"exit 2 without one error line: {err.strip()[:500]}"
         return "refused", ""
     if "--json" in case.argv and not case.stdout_full and "--emit" not in case.argv:
-        try:
-            data = _strict(out)
-        except ValueError as exc:
-            return "invalid_json", f"{exc}: {out[:300]}"
-        bad = _bad_values(data)
-        if bad:
-            return "nonsense", bad
+        data, verdict = _json_verdict(out)
+        if verdict:
+            return verdict
     else:
         bad = NONSENSE.search(out)
         if bad:
@@ -161,13 +167,9 @@ def _classify_ui(out: str) -> tuple[str, str]:
     if status not in ("200", "400", "404", "405", "413", "422"):
         return "traceback", f"HTTP {status}: {body[:500]}"
     if "json" in ctype:
-        try:
-            data = _strict(body)
-        except ValueError as exc:
-            return "invalid_json", f"{exc}: {body[:300]}"
-        bad = _bad_values(data)
-        if bad:
-            return "nonsense", bad
+        data, verdict = _json_verdict(body)
+        if verdict:
+            return verdict
         if status == "400" and "\n" in str(data.get("error", "")) if isinstance(data, dict) else False:
             return "nonsense", f"multi-line error {data}"
     return ("refused" if status != "200" else "ok"), ""

@@ -211,3 +211,11 @@ def test_rate_loads_are_open_loop_constant_for_guidellm_poisson_otherwise():
     f = vb.figures(a, constant, 512)
     assert f["tpot_ms"] == pytest.approx(a.tpot_s["mean"] * 1e3)
     assert f["ttft_ms"] == pytest.approx(a.ttft_s["mean"] * 1e3)
+
+
+def test_the_serving_schema_declares_every_load_column():
+    """validate/benchmark.py reads these columns; the declared serving schema must know each (else a row that
+    states its load is refused as having an unknown column)."""
+    from flopcast.validate import benchmark, inference
+
+    assert set(benchmark.LOAD_COLUMNS) <= set(inference.SERVING.columns)

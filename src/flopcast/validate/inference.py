@@ -75,17 +75,9 @@ def check_columns(header, path) -> None:
 
 def _read(path) -> list[dict]:
     """The rows of one serving CSV, or of several (a list, or a short name such as `inference`: both files)."""
-    from .rows import resolve_files
-    from .training import read_table, require_rows
+    from .rows import read_checked
 
-    out = []
-    for p in (list(path) if isinstance(path, (list, tuple)) else resolve_files(path)):
-        header, rows = read_table(p)
-        check_columns(header, p)
-        SERVING.check_header(header, str(p))
-        require_rows(rows, p)
-        out.extend(rows)
-    return out
+    return read_checked(path, SERVING, check_columns)
 
 
 def data_name(path) -> str:

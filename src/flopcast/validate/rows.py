@@ -49,10 +49,6 @@ def read_table(path: str | Path) -> tuple[list[str], list[dict]]:
     return header, rows
 
 
-def read_rows(path: str | Path) -> tuple[list[str], list[dict]]:
-    return read_table(path)
-
-
 def require_rows(rows, path) -> None:
     if not rows:
         raise FlopcastError(f"{path} has no rows (only a header)")
@@ -177,14 +173,20 @@ def resolve_files(name) -> list[Path]:
     return files
 
 
-def _read_all(path) -> list[dict]:
-    """The rows of one CSV, or of several (a list, or a short name from SHIPPED), checked against the schema."""
+def read_checked(path, schema: RowSchema, check=None) -> list[dict]:
+    """The rows of one CSV, or of several (a list, or a short name from SHIPPED): each file's header checked by
+    `check(header, path)` (its kind's required columns) and against `schema` (no unknown column), and not empty."""
     paths = list(path) if isinstance(path, (list, tuple)) else resolve_files(path)
     out = []
     for p in paths:
         header, rows = read_table(p)
-        check_columns(header, p)
-        TRAINING.check_header(header, str(p))
+        (check or check_columns)(header, p)
+        schema.check_header(header, str(p))
         require_rows(rows, p)
         out.extend(rows)
     return out
+
+
+def _read_all(path) -> list[dict]:
+    """The training rows of one CSV or of several, checked against the training schema."""
+    return read_checked(path, TRAINING)

@@ -54,7 +54,6 @@ from .rows import (  # noqa: F401
     check_columns,
     check_row,
     parse_number,
-    read_rows,
     read_table,
     require_rows,
     resolve_files,
