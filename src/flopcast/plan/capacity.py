@@ -162,7 +162,7 @@ class _Sizer:
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
         r = result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
                             "searched", free,
-                            summary={"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
+                            summary={"candidates": out.considered, "evaluated": out.n_evaluated, "fit": out.n_fit,
                                      "rejected": out.rejected})
         if self.rates is not None:
             r = replace(r, rates=self.rates)
