@@ -163,7 +163,8 @@ def test_lockstep_searches_equal_one_at_a_time():
     assert [_summary(a) for a in alone] == [_summary(t) for t in together]
 
 
-@pytest.mark.parametrize("model,system,chips", [("gpt3-175b", "trn1.32xlarge", 128), ("llama2-70b", "trn1.32xlarge", 16)])
+@pytest.mark.parametrize("model,system,chips", [("gpt3-175b", "trn1.32xlarge", 128),
+                                                ("llama2-70b", "trn1.32xlarge", 16)])
 def test_memory_first_changes_nothing(monkeypatch, model, system, chips):
     """Checking memory before the step time (large rounds) gives the same best layout and counts; where nothing
     fits, the same closest layout."""
