@@ -120,7 +120,8 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def describe(self, short: bool = False) -> str:
-        """Every field as key=value; `short`: the degrees, recompute, sharding and schedule only (table cells)."""
+        """Every field as key=value; `short`: the degrees, recompute, sharding and schedule only (table cells: the
+        sharding and a schedule other than 1F1B by their names alone, 'zero1 interleaved')."""
         parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
         if self.cp > 1:
             parts.append(f"cp={self.cp}")
@@ -141,7 +142,8 @@ class Layout:
         ]
         if short:
             keep = ("tp=", "pp=", "dp=", "cp=", "ep=", "etp=", "vp=", "recompute=", "sharding=", "schedule=")
-            parts = [q for q in parts if q.startswith(keep) and q not in ("recompute=none", "sharding=none")]
+            parts = [q.removeprefix("sharding=").removeprefix("schedule=") for q in parts
+                     if q.startswith(keep) and q not in ("recompute=none", "sharding=none", "schedule=1f1b")]
         return " ".join(parts)
 
     def as_dict(self) -> dict:

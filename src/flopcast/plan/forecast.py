@@ -408,6 +408,17 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
     cal = calibrations.training(calibration)
+    case = _case(m, system, cal, chips, tokens, layout)
+    if isinstance(case, TrainResult):
+        return case
+    chips, tokens, space, free = case
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
+                     work_tables)
+
+
+def _case(m: Model, system: System, cal, chips, tokens, layout: dict):
+    """Check one case's arguments: the TrainResult where the layout is fully pinned, else (chips, tokens,
+    search space, the fields left free)."""
     if chips is None:
         chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
     check_positive(chips=chips)
@@ -442,14 +453,13 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lb = LayoutBatch.of([lay])
         res = training.evaluate(m, system, lb, cal)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
-                     work_tables)
+    return chips, tokens, space, free
 
 
 def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None,
-              exhaustive=True, work_tables=None) -> TrainResult:
-    out = None
-    if not exhaustive and objective == "throughput" and shared is None:
+              exhaustive=True, work_tables=None, out=None) -> TrainResult:
+    """The searched forecast; out: the bounded search's outcome where the caller ran it (None: searched here)."""
+    if out is None and not exhaustive and objective == "throughput" and shared is None:
         from . import bounded
 
         tables = {} if work_tables is None else work_tables
@@ -472,9 +482,9 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
                             f"({reasons or 'no candidates'})")
     i = int(out.order[0])
     if out.valid is None and out.fit is not None:  # bounded: the others cannot be faster (plan/bounded.py)
-        summary = {"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
+        summary = {"candidates": out.considered, "evaluated": out.n_evaluated, "fit": out.n_fit,
                    "rejected": out.rejected}
-        how = f"{out.considered:,} candidates, {out.batch.size:,} evaluated, the rest bounded away"
+        how = f"{out.considered:,} candidates, {out.n_evaluated:,} evaluated, the rest bounded away"
     else:
         summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
         how = f"{out.considered:,} candidates, {out.n_fit:,} fit"

@@ -7,6 +7,8 @@
   they fit, otherwise all running sequences decode one token; when the KV cache
   cannot grow, the most recently admitted sequence is preempted and recomputed
   later (Kwon et al. 2023, vLLM/PagedAttention, sec. 4.5).
+  With a waiting_served_ratio (TGI's router, ServingConfig), waiting prompts join a running batch only in
+  groups (_may_join).
 - chunked-prefill: Sarathi-Serve (Agrawal et al. 2024, OSDI, sec. 4): every
   iteration carries all decodes plus prompt chunks up to a token budget.
 
@@ -29,8 +31,14 @@ def static_iteration(sim, rep, now: float):
 
 
 def continuous_iteration(sim, rep, now: float):
-    """Prefill waiting prompts that fit, else one decode step of every running sequence (vLLM v0)."""
-    started = _prefill(sim, rep, now, reserve_output=False)
+    """Prefill waiting prompts that fit (when the router lets them join), else one decode step of every running
+    sequence (vLLM v0)."""
+    if sim.config.waiting_served_ratio > 0 and not _may_join(sim, rep):
+        started = ()
+    else:
+        started = _prefill(sim, rep, now, reserve_output=False)
+    if not started and rep.joining:
+        rep.joining = 0  # the group's rest does not fit now: it waits for the router's next offer
     if started or rep.n_dec == 0:
         return started
     sim.make_room(rep)
@@ -56,6 +64,25 @@ def chunked_iteration(sim, rep, now: float):
     return sim.launch(rep, now + sim.ct(tokens, seqs, kv, pairs), partial(sim.end_chunked, rep, chunks))
 
 
+def _may_join(sim, rep) -> bool:
+    """Whether waiting prompts may be prefilled now. Without a waiting_served_ratio, always (vLLM). TGI's router
+    (backends/v2/src/backend.rs `batching_task`): an idle replica takes a batch at once; with one running, the queue
+    offers a group only if at least floor(running x waiting_served_ratio) requests can join, or once
+    max_waiting_tokens decode steps have passed since the last join (`waiting_tokens`, 1 after a prefill, + 1
+    per decode); the group is all that fit in the free slots, prefilled before the next decode."""
+    ratio = sim.config.waiting_served_ratio
+    if ratio <= 0 or rep.joining > 0:
+        return True  # vLLM's rule, or the rest of a group already let in
+    if not rep.waiting:
+        return False
+    can = min(len(rep.waiting), sim.max_seqs - rep.n_dec)
+    waited = rep.step - rep.joined_step + 1
+    if rep.n_dec and can < max(1, int(rep.n_dec * ratio)) and waited < sim.config.max_waiting_tokens:
+        return False
+    rep.joining = can
+    return can > 0
+
+
 POLICIES = {Scheduler.STATIC: static_iteration, Scheduler.CONTINUOUS: continuous_iteration,
             Scheduler.CHUNKED: chunked_iteration}
 
@@ -73,6 +100,9 @@ def _prefill(sim, rep, now: float, *, reserve_output: bool):
     else:
         t = sim.iteration_time(tokens, len(rids), tokens, pairs)
     rep.pre_kv += tokens
+    if rep.joining:  # a group the router let join: the rest of it follows; the step it joined at restarts the wait
+        rep.joining = max(0, rep.joining - len(rids))
+        rep.joined_step = rep.step
     return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens))
 
 

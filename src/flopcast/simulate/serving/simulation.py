@@ -36,7 +36,7 @@ CHECK_EVERY = 64  # arrivals and launches between two looks at a run's work budg
 class Replica:
     __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "cached_sum",
                  "step",
-                 "busy", "outstanding", "iterations", "static_left", "preemptions")
+                 "busy", "outstanding", "iterations", "static_left", "preemptions", "joining", "joined_step")
 
     def __init__(self, idx):
         self.idx = idx
@@ -55,6 +55,8 @@ class Replica:
         self.iterations = 0
         self.static_left = 0
         self.preemptions = 0
+        self.joining = 0  # requests still to prefill of the group the router let join (TGI's next_batch)
+        self.joined_step = 0  # the decode step at which the last group joined
 
 
 def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
