@@ -49,6 +49,10 @@ def test_open_loop_runs_equal_one_event_per_step(deployments, monkeypatch, seed,
                                   prefix_tokens=64 * seed)
             slow, fast = _both(monkeypatch, S.simulate, d, reqs, cfg, seed=seed, record=True)
             assert fast == slow, (name, replicas, routing)
+    if scheduler == S.Scheduler.CONTINUOUS:  # TGI's router: waiting prompts join in groups
+        cfg = S.ServingConfig(replicas=2, waiting_served_ratio=0.3, max_waiting_tokens=20)
+        slow, fast = _both(monkeypatch, S.simulate, deployments["gpu"], reqs, cfg, seed=seed, record=True)
+        assert fast == slow
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -150,8 +150,8 @@ def plain_static(sim, rep):
 
 def plain_continuous(sim, rep):
     n = rep.n_dec
-    if rep.waiting or not n or rep.ctx_sum + rep.pre_kv + n > sim.cap:
-        return None
+    if rep.waiting or rep.joining or not n or rep.ctx_sum + rep.pre_kv + n > sim.cap:
+        return None  # (the policy itself ends a router's group, rep.joining, when no prompt is left to join)
     if sim.live_plain:  # decode_step_s of live shapes without speculation, inlined (the hot path)
         kv = rep.ctx_sum + rep.cached_sum
         return sim.ct(n, n, kv, kv)
