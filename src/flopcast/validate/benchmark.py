@@ -24,6 +24,7 @@ from enum import Enum
 import numpy as np
 
 from ..errors import FlopcastError
+from ..limits import LIMITS, TEXT, count, parse_cell, real
 from ..simulate import serving as S
 
 
@@ -53,8 +54,15 @@ TGI_ROUTER = {"waiting_served_ratio": 0.3, "max_waiting_tokens": 20}
 DEFAULT_DURATION_S = 120.0  # a benchmark of unstated length: guidellm 0.1's --max-seconds default
 MAX_REQUESTS = 4000  # simulated requests per row at most (a long benchmark's steady state is reached well before)
 MIN_REQUESTS = 20
-LOAD_COLUMNS = ("load_tool", "load", "concurrency", "request_rate_per_s", "server_batch", "max_seq_len",
-                "duration_s", "statistic", "input_tokens_spread", "output_tokens_spread")
+# the load columns of the serving schema (validate/inference.SERVING), each cell's type and physical range: the
+# command line's bounds (limits.py); a benchmark of at most 1e7 s (115 days) and 1e7 requests/s
+_TOKENS = LIMITS["input_tokens"].high
+LOAD_SCHEMA = {
+    "load_tool": TEXT, "load": TEXT, "concurrency": count(1, 1e6), "request_rate_per_s": real(1e7),
+    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, _TOKENS), "duration_s": real(1e7),
+    "statistic": TEXT, "input_tokens_spread": count(0, _TOKENS), "output_tokens_spread": count(0, _TOKENS),
+}
+LOAD_COLUMNS = tuple(LOAD_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,9 @@ def _cell(row, key) -> str:
     return v.strip() if isinstance(v, str) else ""
 
 
-def _number(row, key, *, whole: bool, least: float):
-    from .training import parse_number
-
-    return parse_number(key, row.get(key), whole=whole, minimum=least)
+def _number(row, key):
+    """A load cell checked against its column's type and range (LOAD_SCHEMA); None when blank."""
+    return parse_cell(key, row.get(key), LOAD_SCHEMA[key].bound)
 
 
 def _choice(enum, row, key, default):
@@ -102,9 +109,9 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
     if load == Load.BATCH:
         return None, []
     notes = []
-    server = _number(row, "server_batch", whole=True, least=1) or 0
-    clients = _number(row, "concurrency", whole=True, least=1) or 0
-    rate = _number(row, "request_rate_per_s", whole=False, least=0) or 0.0
+    server = _number(row, "server_batch") or 0
+    clients = _number(row, "concurrency") or 0
+    rate = _number(row, "request_rate_per_s") or 0.0
     if load == Load.SYNCHRONOUS:
         clients = 1
     elif load == Load.THROUGHPUT and not clients:
@@ -115,16 +122,16 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
         raise FlopcastError("load concurrency needs the concurrency column (closed-loop clients)")
     if load == Load.RATE and not rate > 0:
         raise FlopcastError("load rate needs a positive request_rate_per_s")
-    duration = _number(row, "duration_s", whole=False, least=0)
+    duration = _number(row, "duration_s")
     if not duration:
         duration = DEFAULT_DURATION_S
         notes.append(f"duration_s blank: {DEFAULT_DURATION_S:g} s (guidellm 0.1's default benchmark length)")
-    spreads = [_number(row, k, whole=True, least=0) or 0 for k in ("input_tokens_spread", "output_tokens_spread")]
-    stated = load in (Load.THROUGHPUT, Load.CONCURRENCY) and bool(_number(row, "concurrency", whole=True, least=1))
+    spreads = [_number(row, k) or 0 for k in ("input_tokens_spread", "output_tokens_spread")]
+    stated = load in (Load.THROUGHPUT, Load.CONCURRENCY) and bool(_number(row, "concurrency"))
     engine = _cell(row, "engine").lower()
     tgi = engine.startswith("tgi") or "text-generation-inference" in engine
     return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, stated, tgi, rate, server,
-                         _number(row, "max_seq_len", whole=True, least=1) or 0, duration,
+                         _number(row, "max_seq_len") or 0, duration,
                          _choice(Statistic, row, "statistic", Statistic.MEAN), *spreads), notes
 
 

@@ -48,10 +48,7 @@ SERVING = RowSchema("the serving schema", {
     "measured_decode_tokens_per_s_per_stream": real(1e7), "measured_output_tokens_per_s_total": real(1e10),
     "measured_tpot_ms": real(1e7), "measured_ttft_ms": real(1e9), "measured_prefill_tokens_per_s": real(1e10),
     "measured_as": TEXT,
-    # how the benchmark ran (validate/benchmark.py, validation/README.md)
-    "load_tool": TEXT, "load": TEXT, "concurrency": count(1, 1e6), "request_rate_per_s": real(1e7),
-    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, _TOKENS), "duration_s": real(1e7),
-    "statistic": TEXT, "input_tokens_spread": count(0, _TOKENS), "output_tokens_spread": count(0, _TOKENS),
+    **benchmark.LOAD_SCHEMA,  # how the benchmark ran (validate/benchmark.py, validation/README.md)
     "notes": TEXT,
 }, one_of=tuple(METRICS))
 REQUIRED = tuple(c for c, col in SERVING.columns.items() if col.required)  # and one of the METRICS columns
