@@ -1,5 +1,6 @@
 """What the fuzz campaign (benchmarks/fuzz_campaign.py) found, each kept as a test: a Hugging Face config with a
-wrong `architectures`, --price/--power/--pue past their bounds, and the bill of a run that never finishes."""
+wrong `architectures`, --price/--power/--pue past their bounds, the bill of a run that never finishes, a benchmark
+load cell past its column's range."""
 
 import json
 import math
@@ -50,3 +51,17 @@ def test_a_run_that_never_finishes_says_so_in_text_and_json(capsys):
     d = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert d["cost_usd"] is None and d["energy_kwh"] is None and d["expected_time_to_train_s"] is None
     assert d["unavailable"]["cost"].startswith("never finishes")
+
+
+@pytest.mark.parametrize("col,value", [("duration_s", "1e308"), ("duration_s", "0"), ("concurrency", "1e30"),
+                                       ("request_rate_per_s", "inf"), ("server_batch", "2.5"),
+                                       ("input_tokens_spread", "-1")])
+def test_a_benchmark_load_cell_out_of_its_range_is_one_sentence(col, value):
+    from flopcast.errors import FlopcastError
+    from flopcast.validate import benchmark
+
+    row = {"load": "synchronous", "load_tool": "guidellm", col: value}
+    with pytest.raises(FlopcastError) as err:
+        benchmark.load_of(row, 1)
+    assert col in str(err.value) and "\n" not in str(err.value)
+    assert benchmark.load_of({"load": "synchronous", "duration_s": "60"}, 1)[0].duration_s == 60.0
