@@ -272,6 +272,7 @@ def _print_training(res) -> None:
             ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
             ("energy kWh", lambda r: "n/a" if r.energy_kwh is None else f"{r.energy_kwh:,.0f}"),
             ("cost USD", lambda r: "n/a" if r.cost_usd is None else f"{r.cost_usd:,.0f}"),
+            ("price USD/h per node", lambda r: _price(r.bill.rates)),
             ("idle chips", lambda r: f"{r.idle_chips:,}")]
     table = [(label, [f(v) if not isinstance(v, str) else "n/a" for v in out.values()]) for label, f in rows]
     for line in sideways("", list(out), table):
@@ -286,6 +287,12 @@ def _print_training(res) -> None:
             for k, why in v.why_missing().items():
                 if k in ("energy", "cost"):
                     echo(f"{n}: {k} n/a: {why}")
+
+
+def _price(rates) -> str:
+    """'35.76 capacity-block': the hourly price and its kind (the Capacity Block rate where no on-demand one is
+    published)."""
+    return "n/a" if rates.price_per_hour_usd is None else f"{rates.price_per_hour_usd:,.2f} {rates.price_kind}"
 
 
 def _print_serving(res) -> None:

@@ -418,8 +418,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
 
 
 def _case(m: Model, system: System, cal, chips, tokens, layout: dict, software: Software = MODERN_SOFTWARE):
-    """Check one case's arguments: the TrainResult where the layout is fully pinned, else (chips, tokens,
-    search space, the fields left free)."""
+    """One case's arguments checked: its TrainResult if the layout is pinned, else (chips, tokens, space, free)."""
     if chips is None:
         chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
     check_positive(chips=chips)

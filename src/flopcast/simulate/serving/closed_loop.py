@@ -35,16 +35,17 @@ MAX_CLIENTS = 100_000
 class ClosedLoop(Simulation):
     """Simulation whose arrivals are not given up front: request k + C is sent when a request leaves."""
 
+    replicas_independent = False  # a finish sends the next request, which may go to any replica
+
     def __init__(self, d, reqs, config, cost, seed, record, speed, clients: int, until_s: float):
         super().__init__(d, reqs, config, cost, seed, record, speed)
         self.clients = min(clients, self.n)
         self.until = until_s  # no request is sent at or after this time (the benchmark's duration)
         self.sent = 0
 
-    def run(self) -> None:
+    def begin(self) -> None:
         for _ in range(self.clients):
             self.send(0.0)
-        self.engine.run()
 
     def send(self, now: float) -> None:
         r = self.sent
