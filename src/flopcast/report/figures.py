@@ -336,7 +336,7 @@ def compare_serving_report(out: dict, title: str) -> Report:
         c = p.result.cost_per_million_output_tokens_usd
         rows.append((k, f"{p.qps:.3g}", "n/a (no price)" if c is None else f"{c:.3f}",
                      f"{1e3 * p.result.tpot_s['p90']:.1f}" if p.result.tpot_s["p90"] is not None else "n/a",
-                     f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"))
+                     f"{p.chips} chip(s), {p.label}"))
     return Report(title).add("Systems", header=["system", "requests/s", "USD per M output tokens", "TPOT p90 (ms)",
                                                 "deployment"], rows=rows,
                              figures=[plots.serving_compare_figure(out)])
