@@ -41,8 +41,8 @@ from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILI
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
 ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
-# simulation work one system's search may spend (simulate/serving/budget.py units, ~1.5 us of CPU each on this
-# 2-core machine: ~8 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
+# simulation work one system's search may spend (simulate/serving/budget.py units, ~1 us of CPU each on this
+# 2-core machine: ~7 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
 # all the systems it is given
 DEPLOY_WORK = 7_000_000
 DEPLOY_SYSTEMS = 2
