@@ -93,3 +93,15 @@ def test_price_power_and_pue_apply_to_reliability_and_report(capsys):
         except SystemExit:
             pass
         assert "--price" in capsys.readouterr().out
+
+
+def test_compare_and_reliability_text_name_the_price_kind(capsys):
+    """A system with no on-demand price is costed at its Capacity Block rate, and the text says so."""
+    assert main(["compare", "llama2-7b", "-H", "trn2.48xlarge,p5.48xlarge", "--chips", "16", "--tokens", "10B",
+                 "--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "16"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "capacity-block" in out and "on-demand" in out
+    assert main(["reliability", "llama2-7b", "-H", "trn2.48xlarge", "--chips", "16", "--tokens", "10B",
+                 "--trials", "10", "--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "16"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "USD/h per instance (capacity-block)" in out and "MWh with faults" in out

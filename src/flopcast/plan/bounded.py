@@ -340,9 +340,9 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
 
 
 def _concat(results: list) -> dict:
-    def join(vs):
-        return np.concatenate([np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"]))
-                               for v, r in zip(vs, results)])
+    def join(vs):  # one round: its arrays as they are (the caller's _take copies them in the exhaustive order)
+        parts = [np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"])) for v, r in zip(vs, results)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     out = {}
     for k, v in results[0].items():
