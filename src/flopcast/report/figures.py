@@ -218,7 +218,8 @@ def deploy_report(res, title: str | None = None) -> Report:
     head = (f"{res.model.label} at TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms / TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
             f"(90% of requests), {res.workload_label}")
     rep = Report(title or f"flopcast deploy: {head}")
-    return rep.add("Simulated deployments", head + ".",
+    cuts = " ".join(f"{sid}: {o.budget_note}." for sid, o in res.systems.items() if o.budget_note)
+    return rep.add("Simulated deployments", head + "." + (f" {cuts}" if cuts else ""),
                    header=["system", "deployment", "requests/s", "output tok/s per chip", "TTFT p50", "TPOT p50",
                            "per M output tokens", "chip-h per M"],
                    rows=rows, figures=[plots.deploy_figure(list(res.systems.values()), cfg.slo_tpot_s)])
