@@ -328,6 +328,8 @@ def _print_serving(res) -> None:
         echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
                    "per million output tokens)")
     for n, v in ok.items():
+        if v.budget_note:
+            echo(f"{n}: {v.budget_note}")
         for note in v.replica.assumptions:
             echo(f"{n}: {note}")
 

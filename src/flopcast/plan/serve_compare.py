@@ -20,6 +20,7 @@ class ServingPoint:
     qps: float  # the load simulated: capacity at the SLOs, or the user's rate
     capacity: bool  # qps was found by find_capacity
     result: object  # simulate.serving.ServingResult at qps
+    budget_note: str = ""  # what the deployment search's work budget cut ("" when nothing)
 
     @property
     def split(self):
@@ -52,6 +53,7 @@ class ServingPoint:
                "replicas": (d.prefill_replicas + d.decode_replicas) if self.split else d.replicas,
                "threads": r.threads or None, "weights": r.weights.name, "engine_family": r.family,
                "price_per_hour_usd": d.price_per_hour, "disaggregated": d.to_dict() if self.split else None,
+               "budget_note": self.budget_note or None,
                ("capacity_qps" if self.capacity else "qps"): self.qps}
         out.update(self.result.to_dict())
         return out
@@ -75,15 +77,20 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
         inf.weight_format(weights)  # a misspelt format is the user's error, not one system's
     if kv_dtype is not None:
         inf.kv_element_bytes(kv_dtype)
+    from ..simulate import serving as S
+    from . import deploy as D
+
     out = {}
     if progress is not None:
         progress.add_total(len(systems))
-    for system in systems:
+    budget = S.WorkBudget(D.DEPLOY_WORK * min(len(systems), D.DEPLOY_SYSTEMS))  # deploy's, shared as api.deploy does
+    for i, system in enumerate(systems):
         if progress is not None:
             progress.note(f"simulating {system.id}")
         if chips is None and tp is None and qps is None:
             out[system.id] = _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens,
-                                              output_tokens, seed, inference_calibration)
+                                              output_tokens, seed, inference_calibration,
+                                              budget.part(len(systems) - i))
         else:
             out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
                                         input_tokens, output_tokens, seed, inference_calibration)
@@ -93,7 +100,7 @@ def compare_serving(model: Model, systems: list[System], config, *, chips: int |
 
 
 def _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens, output_tokens, seed,
-                     inference_calibration=None):
+                     inference_calibration=None, budget=None):
     """The ServingPoint of the cheapest deployment plan/deploy finds in the given (or default) formats, colocated
     replicas or disaggregated xPyD units, as deploy ranks them: the instance simulated whole when deploy checked it,
     else one replica (or unit) at its capacity."""
@@ -105,9 +112,10 @@ def _best_deployment(model, system, config, weights, kv_dtype, requests, input_t
     ws = (weights or ("q4_0" if cpu else "bf16"),)
     kvs = (kv_dtype or ("fp16" if cpu else "bf16"),)
     o = D.deploy(model, system, config, input_tokens=input_tokens, output_tokens=output_tokens, weights=ws,
-                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration)
+                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration,
+                 budget=budget)
     if o.best is None:
-        return f"no deployment meets the SLOs: {o.reason}"
+        return f"no deployment meets the SLOs: {o.reason}" + (f" ({o.budget_note})" if o.budget_note else "")
     c, k = o.best.candidate, (max(o.best.candidate.replicas_per_instance, 1) if o.verified is not None else 1)
     if isinstance(o.best.deployment, S.Disaggregated):
         pd = o.best.deployment
@@ -115,7 +123,8 @@ def _best_deployment(model, system, config, weights, kv_dtype, requests, input_t
     else:
         d = inf.deployment(model, system, chips=c.tp * c.pp * k, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
                            inference_calibration=inference_calibration, ep=c.ep, pp=c.pp)
-    return ServingPoint(system, d, o.best.qps if k > 1 else o.best.replica_qps, True, o.verified or o.best.result)
+    return ServingPoint(system, d, o.best.qps if k > 1 else o.best.replica_qps, True, o.verified or o.best.result,
+                        o.budget_note)
 
 
 def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,
