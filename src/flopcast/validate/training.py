@@ -331,9 +331,17 @@ def predict(case: Case, layout: Layout, cal: Calibration) -> float:
 
 def predict_columns(case: Case, layout: Layout, cal: Calibration, k: int) -> np.ndarray:
     """Tokens/s/chip of one layout under k calibrations at once: cal's parameters are arrays of k values."""
-    lb = LayoutBatch.of([layout]).take(np.zeros(k, dtype=int))
-    res = training.evaluate(case.model, case.system, lb, cal, software=case.software, dedupe=False)
-    return np.asarray(res["tokens_per_s"], dtype=float) / case.chips
+    return predict_rows([case], [layout], cal, k)[0]
+
+
+def predict_rows(cases: list[Case], layouts: list[Layout], cal: Calibration, k: int) -> np.ndarray:
+    """(rows, k) tokens/s/chip of several rows of one model, system and software under k calibrations: cal's
+    parameters are arrays of len(cases) x k values, the k of each row in turn (np.tile of the k columns)."""
+    lb = LayoutBatch.of(layouts).take(np.repeat(np.arange(len(layouts)), k))
+    c = cases[0]
+    rate = training.tokens_per_s(c.model, c.system, lb, cal, software=c.software, dedupe=False)
+    chips = np.array([x.chips for x in cases], dtype=float)
+    return np.asarray(rate, dtype=float).reshape(len(cases), k) / chips[:, None]
 
 
 @dataclass
