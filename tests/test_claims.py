@@ -74,16 +74,29 @@ def test_every_claim_has_a_complete_row(result):
         assert r.why and r.why.endswith(".")
         assert r.assumptions and r.sources and r.unit
         assert (r.claimed is None) == (r.id in NO_FIGURE)
-        # each verdict states its band: the cross-validated error of its kind of prediction
-        assert r.interval["relative"] > 0 and r.interval["basis"]
+        # each verdict states its band: the prediction interval of that hardware (none for a security property)
+        assert r.interval["basis"]
+        if r.id == "7d":
+            assert r.interval["kind"] == "none" and r.interval["relative"] is None
+            continue
+        assert r.interval["relative"] > 0
         if r.estimate is not None:
             assert r.interval["low"] < r.estimate < r.interval["high"]
+        if r.interval["kind"] in ("trainium-training", "cpu-serving"):
+            assert "prediction interval" in r.interval["basis"] and "uncertainty.yaml" in r.interval["basis"]
 
 
 def test_band_sets_the_verdict():
     e = C.Estimate(1.0, ("a",), ("s",), "w.")
     assert C.Claim("x", "c", 1.2, "x", lambda *_: e).judge(e).verdict == "optimistic"  # spec band 15%
     assert C.Claim("x", "c", 1.2, "x", lambda *_: e, band="trainium-training").judge(e).verdict == "consistent"
+    # the Trainium2 band is its training forecasts' 80% interval: the claim just outside it is optimistic
+    row = C.Claim("x", "c", 1.0, "x", lambda *_: e, band="trainium-training").judge(e)
+    above = C.Claim("x", "c", row.interval["high"] * 1.01, "x", lambda *_: e, band="trainium-training").judge(e)
+    assert above.verdict == "optimistic"
+    # a duration's band is the reciprocal of a speed's
+    days = C.Claim("x", "c", 1.0, "x", lambda *_: e, band="trainium-training", time_like=True).judge(e)
+    assert days.interval["high"] == pytest.approx(1 / row.interval["low"])
 
 
 def test_encrypted_interfaces_row_is_a_security_property(result):

@@ -62,6 +62,8 @@ def test_cli_deploy_json_and_errors(capsys, tmp_path):
                  "--weights", "q4_0", "--requests", "50", "--json", "--csv", str(out)]) == 0
     d = json.loads(capsys.readouterr().out)["systems"]["c8g.16xlarge"]
     assert d["best"]["replicas_per_instance"] == 1 and d["best"]["weights"] == "q4_0"
+    assert d["budget"]["work_units"] == D.DEPLOY_WORK and 0 < d["budget"]["spent_units"]  # one system: its whole share
+    assert (d["budget_note"] is None) == (not d["budget"]["cut"])
     assert out.read_text().startswith("system,")
     assert main(["deploy", "llama3-8b", "--hardware", "r8g.5xlarge"]) == 2
     assert "valid r8g sizes" in capsys.readouterr().err

@@ -254,22 +254,58 @@ def test_the_all_to_all_is_exposed_unless_a_schedule_overlaps_it():
 
 
 def test_cuda_graphs_remove_the_router_and_preprocessing_host_calls():
-    from flopcast.model.strategy import MODERN_SOFTWARE
+    from flopcast.model.strategy import MODERN_SOFTWARE, CudaGraphs
     from flopcast.simulate import layer
     m, s, cal = catalog.load_model("qwen3-30b-a3b"), catalog.load_system("dgx-b200"), catalog.calibration()
     lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=8, ep=8, micro_batch=1, global_batch=64, dtype=Dtype.BF16)])
     eager = training.evaluate(m, s, lay, cal)
-    graphed = training.evaluate(m, s, lay, cal, software=dataclasses.replace(MODERN_SOFTWARE, moe_cuda_graphs=True))
+    graphed, compiled = (training.evaluate(m, s, lay, cal, software=dataclasses.replace(MODERN_SOFTWARE, cuda_graphs=g))
+                         for g in (CudaGraphs.PARTIAL, CudaGraphs.FULL))
     # one micro-batch of 4,096 tokens on 16 local experts is host-bound: each MoE layer's forward waits for the host
     saved = m.moe_layers * (layer.MOE_HOST_OPS - layer.MOE_HOST_OPS_GRAPHED) * cal.moe_host_op_s * eager["microbatches"]
     assert eager["step_time_s"][0] - graphed["step_time_s"][0] == pytest.approx(saved[0], rel=1e-6)
+    # a compiled step issues no operator from the host: faster still, and no longer host-bound
+    assert compiled["step_time_s"][0] < graphed["step_time_s"][0]
+    assert layer.moe_host_ops(CudaGraphs.FULL, 16.0) == 0.0
+
+
+def test_blank_cuda_graphs_is_the_frameworks_default_for_the_chip():
+    """Unstated, a GPU run is eager (Megatron-Core's default) and a TPU or Trainium run is one compiled program (XLA,
+    Neuron), so the MoE host floor applies only where operators are issued from the host."""
+    from flopcast.model.strategy import MODERN_SOFTWARE, CudaGraphs, default_cuda_graphs
+    assert MODERN_SOFTWARE.cuda_graphs is None
+    assert MODERN_SOFTWARE.graphs_on("nvidia-hopper") == default_cuda_graphs("nvidia-blackwell") == CudaGraphs.NONE
+    assert MODERN_SOFTWARE.graphs_on("tpu") == MODERN_SOFTWARE.graphs_on("trainium") == CudaGraphs.FULL
+    m, s, cal = catalog.load_model("qwen3-30b-a3b"), catalog.load_system("tpu-v5p-pod"), catalog.calibration()
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=64, ep=8, micro_batch=1, global_batch=64, dtype=Dtype.BF16)])
+    default = training.evaluate(m, s, lay, cal)["step_time_s"][0]
+    eager = training.evaluate(m, s, lay, cal, software=dataclasses.replace(MODERN_SOFTWARE,
+                                                                           cuda_graphs=CudaGraphs.NONE))
+    assert default < eager["step_time_s"][0]
+
+
+def test_cuda_graphs_switch_on_train_and_search(capsys):
+    args = ["qwen3-30b-a3b", "-H", "dgx-b200", "-n", "8", "--tp", "1", "--pp", "1", "--ep", "8", "--micro-batch", "1",
+            "--global-batch", "64", "--dtype", "bf16", "--recompute", "none", "--sharding", "zero1", "--json"]
+    steps = {}
+    for g in ("none", "partial", "full"):
+        assert main(["train", *args, "--cuda-graphs", g]) == 0
+        steps[g] = json.loads(capsys.readouterr().out)["step_time_s"]
+    assert main(["train", *args]) == 0
+    assert json.loads(capsys.readouterr().out)["step_time_s"] == steps["none"]  # a GPU's default: eager
+    assert steps["none"] > steps["partial"] > steps["full"]
+    assert main(["search", *args[:9], "--cuda-graphs", "partial", "--top", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["top"]
+    assert main(["train", *args, "--cuda-graphs", "some"]) == 2
+    assert "--cuda-graphs" in capsys.readouterr().err
 
 
 def test_validation_rows_state_cuda_graphs(tmp_path):
+    from flopcast.model.strategy import CudaGraphs
     from flopcast.validate import training as vt
     cases, _ = vt.load_cases("validation/moe_training_runs.csv")
-    graphs = {c.run_id: c.software.moe_cuda_graphs for c in cases}
-    assert graphs["moe-11"] and not graphs["moe-14"] and not graphs["moe-1"]
+    graphs = {c.run_id: c.software.graphs_on(c.system.chip.family) for c in cases}
+    assert graphs["moe-11"] == CudaGraphs.PARTIAL and graphs["moe-14"] == graphs["moe-1"] == CudaGraphs.NONE
     text = open("validation/moe_training_runs.csv").read().replace(",partial,", ",sometimes,", 1)
     (tmp_path / "runs.csv").write_text(text)
     _, skipped = vt.load_cases(str(tmp_path / "runs.csv"))

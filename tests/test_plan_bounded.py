@@ -146,3 +146,35 @@ def test_plan_sizes_on_two_workers_equal_one(monkeypatch):
     one.pop("wall_s"), two.pop("wall_s")
     assert handed == [False, True]  # one worker: here; two: the sizes priced above the smallest, on the executor
     assert two == one
+
+
+def _summary(out):
+    return (_best(out), out.n_fit, out.considered, out.n_evaluated, out.rejected,
+            float(out.results["step_time_s"][int(out.order[0])]) if out.n_fit else None)
+
+
+def test_lockstep_searches_equal_one_at_a_time():
+    """search_many evaluates every case's round in one call: each outcome is the lone search's."""
+    m, sy = forecast.resolve_model("llama2-13b", None), forecast.resolve_system("trn2.48xlarge")
+    cases = [(16, S.SearchSpace(), None), (48, replace(S.SearchSpace(), global_batch=(64, 128)), None),
+             (128, S.SearchSpace(), None)]
+    alone = [bounded.search(m, sy, c, CAL, sp, bounded.WorkTable(m, sy, CAL)) for c, sp, _ in cases]
+    together = bounded.search_many(m, sy, CAL, bounded.WorkTable(m, sy, CAL), cases)
+    assert [_summary(a) for a in alone] == [_summary(t) for t in together]
+
+
+@pytest.mark.parametrize("model,system,chips", [("gpt3-175b", "trn1.32xlarge", 128),
+                                                ("llama2-70b", "trn1.32xlarge", 16)])
+def test_memory_first_changes_nothing(monkeypatch, model, system, chips):
+    """Checking memory before the step time (large rounds) gives the same best layout and counts; where nothing
+    fits, the same closest layout."""
+    m, sy = forecast.resolve_model(model, None), forecast.resolve_system(system)
+    sp = replace(S.SearchSpace(), micro_batch=(1, 2))
+    monkeypatch.setattr(bounded, "MEMORY_FIRST", 1)
+    first = bounded.search(m, sy, chips, CAL, sp, bounded.WorkTable(m, sy, CAL))
+    monkeypatch.setattr(bounded, "MEMORY_FIRST", 10**12)
+    plain = bounded.search(m, sy, chips, CAL, sp, bounded.WorkTable(m, sy, CAL))
+    assert _summary(first) == _summary(plain)
+    assert first.batch.size <= plain.batch.size
+    if not plain.n_fit:
+        assert np.min(first.results["memory_bytes"]) == np.min(plain.results["memory_bytes"])

@@ -2,13 +2,14 @@
 grid that reaches the critical batch."""
 
 import json
+import math
 
 import pytest
 
 from flopcast import api
 from flopcast.cli import main
 from flopcast.cost import economics
-from flopcast.plan import batch
+from flopcast.plan import batch, capacity
 
 
 def test_bill_charges_downtime_and_splits_energy():
@@ -52,9 +53,17 @@ def test_deadline_holds_the_time_with_faults_and_picks_the_cheapest():
     assert out.chosen.cost_usd == min(q.cost_usd for q in ok)
     assert out.fastest.expected_s == min(q.expected_s for q in ok)
     assert out.smallest.nodes == min(q.nodes for q in ok)
-    # one node fewer than the smallest misses the deadline with faults
-    below = [q for q in out.points if q.nodes == out.smallest.nodes - 1]
-    assert not below or below[0].expected_s > 10 * 86400
+    # every smaller size searched misses the deadline with faults, and every size is a round one
+    assert all(q.expected_s > 10 * 86400 for q in out.points if q.nodes < out.smallest.nodes)
+    assert all(q.nodes in capacity.round_sizes(2 ** int(math.log2(q.nodes)), 2 * q.nodes) for q in out.points)
+
+
+def test_round_sizes_step_an_eighth_of_the_power_of_two_below():
+    assert capacity.round_sizes(1024, 2048) == [1024 + 128 * k for k in range(9)]
+    assert capacity.round_sizes(4, 8) == [4, 5, 6, 7, 8]  # small clusters: every count
+    assert capacity.round_sizes(4096, 6250) == list(range(4096, 6250, 512)) + [6250]  # a system's largest kept
+    lo, hi = capacity._bisect(1024, 2048, lambda n: n < 1300)
+    assert (lo, hi) == (1280, 1408)
 
 
 def test_plan_json_answer_has_cost_parts_and_the_batch_cap(capsys):
@@ -84,3 +93,15 @@ def test_price_power_and_pue_apply_to_reliability_and_report(capsys):
         except SystemExit:
             pass
         assert "--price" in capsys.readouterr().out
+
+
+def test_compare_and_reliability_text_name_the_price_kind(capsys):
+    """A system with no on-demand price is costed at its Capacity Block rate, and the text says so."""
+    assert main(["compare", "llama2-7b", "-H", "trn2.48xlarge,p5.48xlarge", "--chips", "16", "--tokens", "10B",
+                 "--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "16"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "capacity-block" in out and "on-demand" in out
+    assert main(["reliability", "llama2-7b", "-H", "trn2.48xlarge", "--chips", "16", "--tokens", "10B",
+                 "--trials", "10", "--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "16"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "USD/h per instance (capacity-block)" in out and "MWh with faults" in out

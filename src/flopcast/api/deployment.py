@@ -40,7 +40,8 @@ def outcome_dict(o: D.DeployOutcome) -> dict:
                 "slo_attainment": o.verified.slo_attainment, "ttft_s": o.verified.ttft_s, "tpot_s": o.verified.tpot_s,
                 "requests": o.verified.requests},
             "simulated": [p.to_dict() for p in o.simulated], "candidates": o.considered,
-            "pruned": dict(o.pruned), "error": o.reason or None}
+            "pruned": dict(o.pruned), "budget": dict(o.budget) or None, "budget_note": o.budget_note or None,
+            "error": o.reason or None}
 
 
 @dataclass(frozen=True)
@@ -145,12 +146,15 @@ def deploy(model, hardware, *, slo_ttft="2s", slo_tpot="50ms", qps: float | None
     cfg = config(slo_ttft=slo_ttft, slo_tpot=slo_tpot)
     table = calibrations.serving(calibration)
     out = {}
-    for s in systems:
+    # one work budget over all the systems (bounded time for any input), each system a share of what is left
+    budget = S.WorkBudget(D.DEPLOY_WORK * min(len(systems), D.DEPLOY_SYSTEMS))
+    for i, s in enumerate(systems):
         if progress is not None:
             progress.note(f"deploying {m.label} on {s.id}")
         out[s.id] = D.deploy(m, s, cfg, input_tokens=input_tokens, output_tokens=output_tokens, qps=qps,
                              weights=ws, kv_dtypes=kvs, requests=requests, seed=seed, progress=progress,
-                             inference_calibration=table, disaggregate=bool(disaggregate))
+                             inference_calibration=table, disaggregate=bool(disaggregate),
+                             budget=budget.part(len(systems) - i))
     return DeployResult(m, cfg, input_tokens, output_tokens, qps, out, None if trace is None else str(trace))
 
 

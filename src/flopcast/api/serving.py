@@ -212,10 +212,17 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
             raise FlopcastError("`find_capacity` draws Poisson arrivals; leave out `trace`")
         if requests is not None and requests < 10:
             raise FlopcastError(f"`requests` must be at least 10 with `find_capacity`, got {requests}")
+        budget = S.WorkBudget(S.CAPACITY_WORK)
         capacity, res = S.find_capacity(target, cfg, requests=requests or 400, input_tokens=input_tokens,
-                                        output_tokens=output_tokens, seed=seed)
+                                        output_tokens=output_tokens, seed=seed, budget=budget)
+        if res is None and budget.cut:
+            raise FlopcastError(f"the capacity search's work budget ({budget.total:,.0f} simulated units) ran out "
+                                "before any rate was verified; use tighter `slo_ttft`/`slo_tpot` or simulate one `qps`")
         if res is None:
             raise FlopcastError("no request rate meets the SLOs (even the lowest tried); relax `slo_ttft`/`slo_tpot`")
+        if budget.cut:
+            notes.append(f"the work budget ({budget.total:,.0f} simulated units) cut the capacity search: "
+                         f"{capacity:,.3g} req/s is the highest rate verified, a lower bound on the capacity")
         qps = capacity
     else:
         reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..cost import calibrations
 from ..model.efficiency import Calibration
+from ..model.strategy import MODERN_SOFTWARE, CudaGraphs, Software, parse_choice
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.system import System
@@ -32,6 +33,14 @@ def rates(system: System, price_per_hour=None, power_w=None, pue=None):
     return economics.rates_for(system, price_per_hour, power_w, pue)
 
 
+def software_for(cuda_graphs: str | None) -> Software:
+    """The framework features a user states: today's defaults with the given CUDA-graph capture (None: the chip's
+    framework default)."""
+    if cuda_graphs is None:
+        return MODERN_SOFTWARE
+    return replace(MODERN_SOFTWARE, cuda_graphs=parse_choice(CudaGraphs, str(cuda_graphs), "cuda_graphs"))
+
+
 def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpace:
     if dtypes:
         if layout.get("dtype") is not None:
@@ -44,13 +53,15 @@ def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpac
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None, *,
           tokens=None, seq_len: int | None = None, calibration: Calibration | str | None = None,
           objective: str = "throughput", progress=None, price_per_hour=None, power_w=None, pue=None,
-          **layout) -> TrainResult:
+          cuda_graphs: str | None = None, **layout) -> TrainResult:
     """Forecast one training configuration; layout fields left out are chosen by the search.
 
     tokens: a count (1.5e13, "15T", "300B") or "chinchilla" (20 per parameter); without it the
     time and cost to train are None. layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch,
     recompute, sharding, sequence_parallel, dtype, schedule. price_per_hour (USD per instance-hour), power_w
-    (per chip) and pue replace the catalog's in the cost and energy (cost/economics.py).
+    (per chip) and pue replace the catalog's in the cost and energy (cost/economics.py). cuda_graphs: "none"
+    (eager), "partial" (an MoE layer's router and dispatch preprocessing captured) or "full" (the whole step a
+    compiled program); None: the framework's default for the chip (model.strategy.default_cuda_graphs).
 
     >>> r = flopcast.train("llama2-7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)
     >>> r.layout.tp, r.fits, 0 < r.mfu < 1
@@ -58,7 +69,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     """
     m = forecast.resolve_model(model, seq_len)
     r = forecast.train(m, hardware, chips, tokens=args.tokens(tokens, m), calibration=calibration,
-                       objective=objective, progress=progress, **layout)
+                       objective=objective, progress=progress, software=software_for(cuda_graphs), **layout)
     given = rates(r.system, price_per_hour, power_w, pue)
     return r if given is None else replace(r, rates=given)
 
@@ -96,10 +107,12 @@ class SearchResult(Tabular):
 @python_errors
 def search(model: str | Model, hardware: str | System, chips: int, *, top: int = 10, objective: str = "throughput",
            dtypes=None, batch_range=None, tokens=None, allow_idle: bool = True, seq_len: int | None = None,
-           calibration: Calibration | str | None = None, progress=None, **layout) -> SearchResult:
+           calibration: Calibration | str | None = None, progress=None, cuda_graphs: str | None = None,
+           **layout) -> SearchResult:
     """Evaluate every valid layout of `model` on `chips` chips and rank them; layout fields given are pinned.
 
-    dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096).
+    dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096); cuda_graphs: as
+    for train.
 
     >>> s = flopcast.search("llama2-7b", "p5.48xlarge", 8, top=3)
     >>> len(s.top), s.top[0].step_time_s <= s.top[1].step_time_s
@@ -114,7 +127,9 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
     n_tokens = args.tokens(tokens, m)
     cal = calibrations.training(calibration)
     t0 = time.perf_counter()
-    out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress)
+    software = software_for(cuda_graphs)
+    out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress,
+                            software=software)
     wall = time.perf_counter() - t0
     best = tuple(forecast.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
                  for i in out.order[:top])

@@ -91,6 +91,18 @@ class Runs:
             self._cache[key] = compute()
         return self._cache[key]
 
+    def prefetch(self, model: str, hardware: str, cases: list) -> None:
+        """Forecast the (chips, layout) cases not yet known together (plan/batched.py: the searches of one model
+        and system in lockstep, the same results as train() one at a time)."""
+        from ..plan import batched
+
+        todo = [(c, lay) for c, lay in dict.fromkeys((c, tuple(sorted(lay.items()))) for c, lay in cases)
+                if (model, hardware, c, lay) not in self._cache]
+        results = batched.train_many(self.model(model), self.system(hardware), [(c, dict(lay)) for c, lay in todo],
+                                     calibration=self.calibration, work_tables=self._tables)
+        for (c, lay), r in zip(todo, results):
+            self._cache[(model, hardware, c, lay)] = r
+
     def train(self, model: str, hardware: str, chips: int, **layout):
         key = (model, hardware, chips, tuple(sorted(layout.items())))
         if key not in self._cache:

@@ -17,12 +17,28 @@ from .evidence import ANNOUNCEMENT, GPT300B, TRN1, TRN2, Runs, dense_models, sou
 from .rows import Estimate
 
 
+def _candidates(runs: Runs, model_name: str, hardware: str, chips: int) -> tuple:
+    """(valid layouts, what each rule rejected, candidates considered, bytes per chip of each layout) of one case.
+    The rules read the system's node size, tensor-parallel domain and the chip's training dtypes only, and the
+    bytes per chip the model and the layout only (simulate/training.memory_bytes), so systems that agree on
+    those share one computation (Trainium1 and Trainium2 instances: 16 chips each, BF16)."""
+    m, system = runs.model(model_name), runs.system(hardware)
+    space = replace(forecast.layout_space(), ep=(1,))
+    trainable = tuple(int(d) for d in space.dtype if not search_mod.training_dtype_problem(system.chip, d))
+    key = ("layout counts", model_name, chips, system.chips_per_node, system.tp_domain, trainable)
+
+    def compute():
+        lb, rejected, considered, _ = search_mod._valid(m, system, chips, space, True)
+        return lb, rejected, considered, training.memory_bytes(m, system, lb, runs.calibration)
+    return runs.once(key, compute)
+
+
 def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
     """Search counts for one case: valid, fitting, fitting without recomputation (plan/search.py)."""
-    m, system, calibration = runs.model(model_name), runs.system(hardware), runs.calibration
-    space = replace(forecast.layout_space(), ep=(1,))
-    lb, rejected, considered, _ = search_mod._valid(m, system, chips, space, True)
-    fits = training.memory_bytes(m, system, lb, calibration) <= system.chip.memory  # counts need every layout
+    system = runs.system(hardware)
+    lb, rejected, considered, needed = _candidates(runs, model_name, hardware, chips)
+    rejected = dict(rejected)
+    fits = needed <= system.chip.memory  # counts need every layout
     no_rec = fits & (lb.recompute == int(Recompute.NONE))
     # the best layout: the run's own search of this case (the same space: dense, ep 1), shared with the other rows
     r = runs.train(model_name, hardware, chips) if fits.any() else None

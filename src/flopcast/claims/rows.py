@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import FlopcastError
 from .bands import interval
-from .rules import TOLERANCE, VERDICT_RULES, verdict, weeks_verdict
+from .rules import VERDICT_RULES, band_verdict, weeks_verdict
 
 
 @dataclass(frozen=True)
@@ -22,17 +22,17 @@ class Estimate:
     series: dict = field(default_factory=dict)  # plot series this estimate contributes, by ClaimsResult.series key
 
 
-def ratio_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
-    """Rule 1 (rules.verdict) on the claimed figure and the estimate, at the band of the estimate's kind."""
-    return verdict(claimed, e.estimate, tolerance)
+def ratio_rule(claimed: float | None, e: Estimate, band: dict) -> str:
+    """Rule 1 (rules.band_verdict): the claimed figure against the estimate's band (bands.interval)."""
+    return band_verdict(claimed, band["low"], band["high"])
 
 
-def no_figure_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
+def no_figure_rule(claimed: float | None, e: Estimate, band: dict) -> str:
     """A claim that is no performance figure: flopcast cannot tell."""
     return "cannot tell"
 
 
-def weeks_rule(claimed: float | None, e: Estimate, tolerance: float = TOLERANCE) -> str:
+def weeks_rule(claimed: float | None, e: Estimate, band: dict) -> str:
     """Rule 2 (rules.weeks_verdict) on the swept points the estimator recorded."""
     return weeks_verdict(e.details["points"])
 
@@ -53,14 +53,17 @@ class Claim:
     estimate: Callable
     rule: Callable = ratio_rule
     progress: str | None = None  # said before estimating (the first row of each announced claim)
-    band: str = "spec"  # bands.BANDS key
+    band: str = "spec"  # bands.KINDS
     reading: float | None = None
+    time_like: bool = False  # the estimate is a duration: its band is the reciprocal of a speed's
 
-    def judge(self, e: Estimate) -> ClaimRow:
-        iv = interval(e.estimate, self.band)
+    def judge(self, e: Estimate, calibration=None) -> ClaimRow:
+        """The row; calibration: the training calibration whose provenance names the kind of a Trainium2
+        forecast (None: the shipped one)."""
+        iv = interval(e.estimate, self.band, calibration, self.time_like)
         target = self.claimed if self.claimed is not None else self.reading
         return ClaimRow(self.id, self.claim, self.claimed, e.estimate, self.unit, e.assumptions, e.sources,
-                        self.rule(target, e, iv["relative"]), e.why, e.details, iv, self.reading)
+                        self.rule(target, e, iv), e.why, e.details, iv, self.reading)
 
 
 @dataclass(frozen=True)

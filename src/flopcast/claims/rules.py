@@ -9,10 +9,10 @@ TOLERANCE = 0.15  # +-15% of the claimed value counts as consistent
 WEEKS_THRESHOLD_DAYS = 56.0  # "weeks": under 8 weeks; "months": 8 weeks or more
 
 VERDICT_RULES = (
-    "quantities and ratios: flopcast's estimate within its band of the claimed value -> consistent; claim above "
-    "that band -> optimistic; claim below it -> pessimistic. The band is the cross-validated error of that kind "
-    f"of prediction (Trainium training 24.2%, CPU serving 29.0%; claims/bands.py), +-{TOLERANCE:.0%} for ratios "
-    "of published figures",
+    "quantities and ratios: the claimed value within the band of flopcast's estimate -> consistent; claim above "
+    "that band -> optimistic; claim below it -> pessimistic. The band is the 80% prediction interval of that "
+    "hardware's forecasts (uncertainty.yaml: Trainium2 training, Graviton4 serving; claims/bands.py), "
+    f"+-{TOLERANCE:.0%} of the estimate for ratios of published figures",
     f"'weeks instead of months': weeks = expected time-to-train (with failures) under {WEEKS_THRESHOLD_DAYS:.0f} days "
     "(8 weeks), months = that or more; consistent if at some swept cluster size Trainium2 takes weeks while "
     "Trainium1 takes months (or does not fit); optimistic if Trainium2 takes months at every swept size; cannot tell "
@@ -30,6 +30,16 @@ def verdict(claimed: float | None, estimate: float | None, tolerance: float = TO
     if abs(estimate - claimed) <= tolerance * abs(claimed):
         return "consistent"
     return "optimistic" if claimed > estimate else "pessimistic"
+
+
+def band_verdict(claimed: float | None, low: float | None, high: float | None) -> str:
+    """Rule 1 on a band: claimed in [low, high] -> consistent; above -> optimistic; below -> pessimistic; a
+    missing or non-finite number -> cannot tell."""
+    if any(v is None or not math.isfinite(v) for v in (claimed, low, high)):
+        return "cannot tell"
+    if low <= claimed <= high:
+        return "consistent"
+    return "optimistic" if claimed > high else "pessimistic"
 
 
 def weeks_verdict(points: list[dict], threshold_days: float = WEEKS_THRESHOLD_DAYS) -> str:

@@ -22,8 +22,10 @@ def estimate_scaling(runs: Runs, rows: dict) -> Estimate:
     # the batch grows with the cluster until the model's critical batch at 20 tokens per parameter (plan/batch.py)
     cap, cap_why = batch_cap(m, TOKENS_PER_PARAM * total_params(m))
     weak, strong = [], []
-    for n in _sizes(runs.quick):
-        gb = max(1, min(cap, int(n * WEAK_SEQS_PER_CHIP)))
+    weak_gb = {n: max(1, min(cap, int(n * WEAK_SEQS_PER_CHIP))) for n in _sizes(runs.quick)}
+    runs.prefetch(GPT300B, ULTRACLUSTER, [(n, {"global_batch": gb}) for n, gb in weak_gb.items()]
+                  + [(n, {"global_batch": strong_gb}) for n in weak_gb])
+    for n, gb in weak_gb.items():
         weak.append(train_point(runs.train(GPT300B, ULTRACLUSTER, n, global_batch=gb)))
         strong.append(train_point(runs.train(GPT300B, ULTRACLUSTER, n, global_batch=strong_gb)))
     # scaling efficiency = tokens/s per chip at a size / the best tokens/s per chip over the sweep's fitting sizes

@@ -13,13 +13,17 @@ def estimate_encrypted(runs, rows: dict) -> Estimate:
            "and the links between sockets) and that the Nitro System isolates instances from the host. That is a "
            "security property: flopcast models time, memory, cost and energy, so it can neither test it nor price "
            "it. No measured cost of the encryption is published, and flopcast's Graviton4 predictions add none "
-           "(its memory bandwidth is the catalog's, as measured with the encryption on).")
+           "(they model no encryption; the STREAM runs that check the modelled bandwidth ran with it on).")
     return Estimate(
         None,
         ("not a performance figure: no flopcast estimate exists for it",
-         "the memory bandwidth flopcast uses for Graviton4 is a STREAM measurement on a running instance, so any "
-         "cost of memory encryption is already inside it; none is added or removed"),
-        (f"announcement [{ANNOUNCEMENT}]", "AWS Graviton documentation [GRAVITON_GUIDE]"),
+         "the Graviton4 memory bandwidth is the DDR5 peak (12 channels x DDR5-5600, 537.6 GB/s); the sustained "
+         "share flopcast models is fitted on Graviton3 llama.cpp runs, and its Graviton4 / Graviton3 ratio at 64 "
+         "cores (1.72x) is a little below the 1.8-2.0x a STREAM run on 16xlarge instances measured "
+         "[CLASSMETHOD_STREAM], with the encryption on as on every running instance: no cost of it shows, and "
+         "none is added or removed"),
+        (f"announcement [{ANNOUNCEMENT}]", "AWS Graviton documentation [GRAVITON_GUIDE]",
+         "CLASSMETHOD_STREAM (STREAM on c7g/c8g, 2026-02-21)"),
         why,
         {"property": "security", "measurable_by_flopcast": False},
     )

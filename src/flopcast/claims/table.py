@@ -35,7 +35,7 @@ CLAIMS = (
     Claim("6", "A 300-billion-parameter model trains in weeks instead of months on Trainium2",
           None, "days (expected, with failures)", weeks.estimate_weeks, weeks_rule,
           progress="claim 6: 300B model in weeks (expected time-to-train with failures)", band="trainium-training",
-          reading=WEEKS_THRESHOLD_DAYS),
+          reading=WEEKS_THRESHOLD_DAYS, time_like=True),
     Claim("7a", "Graviton4 is 30% faster than Graviton3",
           1.3, "x (Graviton4 / Graviton3, LLM serving)", graviton.estimate_faster,
           progress="claim 7: Graviton4 vs Graviton3 (llama3-8b/70b serving)", band="cpu-serving"),
@@ -44,7 +44,7 @@ CLAIMS = (
     Claim("7c", "Graviton4 has 75% more memory bandwidth than Graviton3",
           1.75, "x (memory bandwidth per socket)", graviton.estimate_bandwidth),
     Claim("7d", "Graviton4 fully encrypts all its high-speed physical hardware interfaces",
-          None, "(security property, no figure)", security.estimate_encrypted, no_figure_rule),
+          None, "(security property, no figure)", security.estimate_encrypted, no_figure_rule, band="none"),
 )
 
 
@@ -70,7 +70,7 @@ def _rows(runs: Runs, ids, said=None) -> dict:
         if claim.progress and said:
             said(claim.progress)
         estimate = claim.estimate(runs, rows)
-        rows[claim.id] = claim.judge(estimate)
+        rows[claim.id] = claim.judge(estimate, runs.calibration)
         out[claim.id] = (rows[claim.id], estimate.series)
     return out
 

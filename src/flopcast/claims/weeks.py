@@ -18,6 +18,8 @@ def estimate_weeks(runs: Runs, rows: dict) -> Estimate:
     tokens = forecast.default_tokens(forecast.resolve_model(GPT300B))
     series = {"trainium2": [], "trainium1": [], "threshold_days": WEEKS_THRESHOLD_DAYS}
     points = []
+    for hw in (ULTRACLUSTER, TRN1):
+        runs.prefetch(GPT300B, hw, [(n, {}) for n in sizes])
     for n in sizes:
         row = {"chips": n}
         for key, hw, short in (("trainium2", ULTRACLUSTER, "trn2"), ("trainium1", TRN1, "trn1")):

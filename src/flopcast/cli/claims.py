@@ -92,8 +92,11 @@ def _points(points: list[dict], keys: list[str], cell, indent: str) -> list[str]
 def _band_line(r) -> str:
     iv = r.interval
     held = "" if r.reading is None else f"; no figure announced, held to flopcast's reading {_num(r.reading)}"
+    if iv.get("relative") is None:
+        return f"  band: none ({iv['basis']})"
     span = ("" if iv.get("low") is None else f"interval {_num(iv['low'])} .. {_num(iv['high'])}, ")
-    return f"  band: {span}+-{100 * iv['relative']:.1f}% ({iv['basis']}){held}"
+    return (f"  band: {span}-{100 * iv['below']:.1f}% / +{100 * iv['above']:.1f}% of the estimate "
+            f"({iv['basis']}){held}")
 
 
 def report(result) -> str:

@@ -37,6 +37,8 @@ def _point_row(role: str, p) -> list:
 def _system_lines(o) -> list[str]:
     lines = [f"{o.system.id}: {o.considered} candidates, {len(o.simulated)} simulated"
              + (f"; pruned: {', '.join(f'{v} {k}' for k, v in o.pruned.items())}" if o.pruned else "")]
+    if o.budget_note:
+        lines.append(f"  note: {o.budget_note}")
     if o.best is None:
         return lines + [f"  no deployment: {o.reason}"]
     rows = [_point_row("best", o.best)] + ([_point_row("baseline", o.baseline)] if o.baseline is not None else [])

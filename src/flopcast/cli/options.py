@@ -40,6 +40,16 @@ def layout_options(f):
     return f
 
 
+def cuda_graphs_option(f):
+    """`--cuda-graphs none|partial|full`: how much of an MoE layer's host work the run replays from captured graphs."""
+    return click.option(
+        "--cuda-graphs", "cuda_graphs", type=click.Choice(["none", "partial", "full"]), default=None,
+        help="CUDA-graph capture of MoE layers: none (eager, every operator issued from the host), partial (the "
+             "router and dispatch preprocessing captured: Megatron-Core --cuda-graph-scope moe_router "
+             "moe_preprocess), full (the whole step one compiled program) [default: the framework's for the chip: "
+             "full on TPU and Trainium (XLA, Neuron), none on GPUs (Megatron-Core's default)].")(f)
+
+
 LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
                "sequence_parallel", "dtype", "schedule")
 

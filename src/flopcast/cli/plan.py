@@ -9,8 +9,8 @@ from .. import api
 from ..progress import Progress
 from ..units import DAY, fmt_count
 from ..errors import FlopcastError
-from .options import (calibration_option, csv_option, economics_options, executor_options, layout_from, layout_options,
-                      report_options)
+from .options import (calibration_option, csv_option, cuda_graphs_option, economics_options, executor_options,
+                      layout_from, layout_options, report_options)
 from .render import echo, echo_json, emit_report, write_csv
 from ..report.text_table import Column, render, sideways
 
@@ -51,12 +51,13 @@ def _na(value, reason, fmt):
 @click.option("--tokens", help="Training tokens for time-to-train (e.g. 300B, 1.5T, chinchilla).")
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @layout_options
+@cuda_graphs_option
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, calibration, csv_path, as_json,
-           seq_len, html, png, **kw):
+           seq_len, html, png, cuda_graphs, **kw):
     """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
 
     Any layout option pins that field; the rest are searched.
@@ -64,7 +65,7 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     with Progress("searching layouts", enabled=not as_json) as bar:
         out = api.search(model, hardware, chips, top=top, objective=objective, dtypes=dtypes, batch_range=batch_range,
                          tokens=tokens, allow_idle=not no_idle, seq_len=seq_len, calibration=calibration,
-                         progress=bar, **layout_from(kw))
+                         progress=bar, cuda_graphs=cuda_graphs, **layout_from(kw))
     write_csv(csv_path, out)
     m, system, rows, n_tokens = out.model, out.system, out.top, out.tokens
     emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "
@@ -271,6 +272,7 @@ def _print_training(res) -> None:
             ("chip-hours", lambda r: f"{r.chip_hours:,.0f}"),
             ("energy kWh", lambda r: "n/a" if r.energy_kwh is None else f"{r.energy_kwh:,.0f}"),
             ("cost USD", lambda r: "n/a" if r.cost_usd is None else f"{r.cost_usd:,.0f}"),
+            ("price USD/h per node", lambda r: _price(r.bill.rates)),
             ("idle chips", lambda r: f"{r.idle_chips:,}")]
     table = [(label, [f(v) if not isinstance(v, str) else "n/a" for v in out.values()]) for label, f in rows]
     for line in sideways("", list(out), table):
@@ -285,6 +287,12 @@ def _print_training(res) -> None:
             for k, why in v.why_missing().items():
                 if k in ("energy", "cost"):
                     echo(f"{n}: {k} n/a: {why}")
+
+
+def _price(rates) -> str:
+    """'35.76 capacity-block': the hourly price and its kind (the Capacity Block rate where no on-demand one is
+    published)."""
+    return "n/a" if rates.price_per_hour_usd is None else f"{rates.price_per_hour_usd:,.2f} {rates.price_kind}"
 
 
 def _print_serving(res) -> None:

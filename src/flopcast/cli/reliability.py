@@ -81,6 +81,7 @@ def _print_closed_form(result, g, why: str):
       f"{fmt_count(result.tokens)} tokens, layout {_layout(result)}")
     e(f"ideal time-to-train {fmt_duration(g.ideal_s)}; job MTBF {fmt_duration(g.job_mtbf_s)}; restart "
       f"{fmt_duration(g.restart_total_s)} (relaunch + checkpoint load)")
+    _print_bill(result)
     if g.finishes:
         e(f"expected time-to-train (closed form) {fmt_duration(g.expected_s)}; goodput {g.goodput:.1%}; "
           f"{g.interruptions:,.0f} interruptions")
@@ -101,12 +102,27 @@ def _print_one(result, g, sim):
       f"checkpoint {fmt(g.checkpoint_bytes, 'B')} (write {fmt_duration(g.checkpoint_write_s)}, "
       f"load {fmt_duration(g.checkpoint_load_s)}, blocks {fmt_duration(g.checkpoint_block_s)}); "
       f"interval {fmt_duration(g.interval_s)} of work ({'set' if a.interval_s else 'Daly 2006'})")
+    _print_bill(result)
     e("")
     for line in render(_SIDE_BY_SIDE, _side_by_side(g, sim)):
         e(line)
     e(f"(simulated {sim.events:,} events in {sim.elapsed_s:.2f} s, seed {sim.seed})")
     e("")
     _print_assumptions(a, g)
+
+
+def _print_bill(result):
+    """Cost and energy of the expected run (the closed form's time: downtime and re-done work included)."""
+    missing, rates = result.why_missing(), result.bill.rates
+    if result.cost_usd is None:
+        echo(f"cost n/a: {missing.get('cost', 'no price')}")
+    else:
+        echo(f"cost ${result.cost_usd:,.0f} with faults, at {rates.price_per_hour_usd:,.2f} USD/h per instance "
+             f"({rates.price_kind})")
+    if result.energy_kwh is None:
+        echo(f"energy n/a: {missing.get('energy', 'no power')}")
+    else:
+        echo(f"energy {result.energy_kwh / 1e3:,.0f} MWh with faults (chips, host and network, PUE {rates.pue:.2f})")
 
 
 _SIDE_BY_SIDE = [Column("", text=True), Column("closed form", decimal=False), Column("Monte-Carlo", decimal=False),

@@ -53,6 +53,29 @@ class Schedule(IntEnum):
 OVERLAP_SCHEDULES = (Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP)
 
 
+class CudaGraphs(IntEnum):
+    """How much of an MoE layer's host work a run replays from a captured graph instead of issuing op by op."""
+
+    NONE = 0  # eager PyTorch: every operator issued from the host (Megatron-Core's default, --cuda-graph-impl none)
+    # the router and the dispatch preprocessing captured: Megatron-Core --cuda-graph-impl transformer_engine
+    # --cuda-graph-scope moe_router moe_preprocess (optionally attn), as Megatron-Bridge's Blackwell recipes do
+    PARTIAL = 1
+    # the whole step is one compiled program, nothing issued op by op: XLA (JAX/MaxText/AXLearn on TPU), the Neuron
+    # compiler (Trainium), Megatron-Core --cuda-graph-impl full_iteration
+    FULL = 2
+
+
+# chip families whose frameworks compile the whole training step (XLA on TPU, neuronx-cc on Trainium): no
+# host-issued operators, so CudaGraphs.FULL is their default
+COMPILED_FAMILIES = ("tpu", "trainium")
+
+
+def default_cuda_graphs(family: str) -> CudaGraphs:
+    """The framework default a run gets when it states no graph capture: compiled (FULL) on TPU and Trainium,
+    eager (NONE) on GPUs (Megatron-Core, NeMo, PyTorch FSDP, DeepSpeed default to no CUDA graphs)."""
+    return CudaGraphs.FULL if family in COMPILED_FAMILIES else CudaGraphs.NONE
+
+
 def virtual_stages_allowed(schedule, vp, pp):
     """Whether a schedule runs with vp virtual stages per rank (arrays): interleaved needs vp > 1 and pp > 1,
     combined 1F1B takes any vp (vp > 1 with pp > 1), the others vp = 1."""
@@ -120,7 +143,8 @@ class Layout:
         return self.global_batch // (self.dp * self.micro_batch)
 
     def describe(self, short: bool = False) -> str:
-        """Every field as key=value; `short`: the degrees, recompute, sharding and schedule only (table cells)."""
+        """Every field as key=value; `short`: the degrees, recompute, sharding and schedule only (table cells: the
+        sharding and a schedule other than 1F1B by their names alone, 'zero1 interleaved')."""
         parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
         if self.cp > 1:
             parts.append(f"cp={self.cp}")
@@ -141,7 +165,8 @@ class Layout:
         ]
         if short:
             keep = ("tp=", "pp=", "dp=", "cp=", "ep=", "etp=", "vp=", "recompute=", "sharding=", "schedule=")
-            parts = [q for q in parts if q.startswith(keep) and q not in ("recompute=none", "sharding=none")]
+            parts = [q.removeprefix("sharding=").removeprefix("schedule=") for q in parts
+                     if q.startswith(keep) and q not in ("recompute=none", "sharding=none", "schedule=1f1b")]
         return " ".join(parts)
 
     def as_dict(self) -> dict:
@@ -180,10 +205,13 @@ class Software:
     # --account-for-embedding/loss-in-pipeline-split, --pipeline-model-parallel-layout); Megatron-LM of
     # 2021 split the layers evenly (num_layers divisible by the pipeline degree)
     uneven_pipeline_split: bool = True
-    # an MoE layer's router and dispatch preprocessing replayed as CUDA graphs (Megatron-Core --cuda-graph-scope
-    # moe_router moe_preprocess; Megatron-Bridge's 26.02 Blackwell recipes), their host calls then gone
-    # (flopcast.simulate.layer.MOE_HOST_OPS_GRAPHED); off by default: eager, as most configurations run
-    moe_cuda_graphs: bool = False
+    # how much of an MoE layer's host work is replayed from captured graphs (CudaGraphs; the host calls left are
+    # flopcast.simulate.layer.moe_host_ops); None: the framework's default for the chip (default_cuda_graphs)
+    cuda_graphs: CudaGraphs | None = None
+
+    def graphs_on(self, family: str) -> CudaGraphs:
+        """The graph capture a run on a chip of this family has: the stated one, else the framework default."""
+        return default_cuda_graphs(family) if self.cuda_graphs is None else self.cuda_graphs
 
 
 MODERN_SOFTWARE = Software()

@@ -33,6 +33,7 @@ from . import search as S
 WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
 WORK_BITS = (14, 7, 20, 1, 2, 5, 9, 5)  # 63 bits packing one layout's WORK_FIELDS (wider values: np.unique)
 FIRST_ROWS = 64  # rows expanded in the first round; each later round doubles
+MEMORY_FIRST = 4096  # layouts in a round from which their memory is checked before their step time
 SLACK = 1e-6  # relative tolerance of the bound against rounding (balanced_stage's eps, float sums)
 
 
@@ -148,6 +149,7 @@ class _Found:
     evaluated: int = 0
     pruned: int = 0
     reached: bool = False  # a fitting layout at least as fast as `best` started (the cutoff) was found
+    unfit: list = field(default_factory=list)  # (layouts, keys) memory alone ruled out, not evaluated
 
 
 def cannot_fit(model, system, chips: int, dtypes=(Dtype.BF16,)) -> bool:
@@ -191,41 +193,119 @@ def search(model, system, chips: int, cal, space: S.SearchSpace, table: WorkTabl
 
     cutoff (seconds per token): look only for layouts at least that fast; Beyond where none fits below it
     (the same best layout where one does)."""
-    ch = S._choices(model, system, chips, space)
-    tally = S._Tally()
-    rows = S._base_rows(model, chips, space, ch, allow_idle, tally)
-    trainable = tuple(d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d))))
-    pairs = S._schedule_pairs(space, ch, len(rows), tally) if len(rows) else []
-    n_exp = len(pairs) * ch.per_schedule_pair
-    if not len(rows) or not pairs or not trainable:
+    return search_many(model, system, cal, table, [(chips, space, cutoff)], allow_idle, software)[0]
+
+
+def search_many(model, system, cal, table: WorkTable, cases: list, allow_idle: bool = True,
+                software: Software = MODERN_SOFTWARE) -> list:
+    """search() of each (chips, space, cutoff) case of one model and system, run in lockstep: each round's
+    layouts of every case are evaluated together (one call instead of one per case; a layout's numbers do not
+    depend on the others it is evaluated with), so each outcome is search()'s."""
+    lanes = [_Lane(model, system, chips, space, table, allow_idle, cutoff, software) for chips, space, cutoff in cases]
+    while True:
+        work = [(lane, lane.next_round()) for lane in lanes if lane.active]
+        work = [(lane, got) for lane, got in work if got is not None]
+        if not work:
+            return [lane.outcome(cal) for lane in lanes]
+        batches = [lb for _, (lb, _, _) in work]
+        lb = batches[0] if len(batches) == 1 else LayoutBatch(
+            **{f: np.concatenate([getattr(b, f) for b in batches]) for f in S.LAYOUT_FIELDS})
+        res = training.evaluate(model, system, lb, cal, software=software)
+        at = 0
+        for lane, (part, key, lower) in work:
+            lane.absorb(part, key, lower, _slice(res, at, at + part.size, lb.size))
+            at += part.size
+
+
+class _Lane:
+    """One cluster size's bounded search, advanced a round at a time: rows in increasing order of their bound,
+    64 rows first and twice as many each later round, until the next bound exceeds the best found."""
+
+    def __init__(self, model, system, chips: int, space: S.SearchSpace, table: WorkTable, allow_idle: bool,
+                 cutoff: float | None, software: Software):
+        self.model, self.system, self.table, self.cutoff, self.software = model, system, table, cutoff, software
+        self.ch = ch = S._choices(model, system, chips, space)
+        self.tally = tally = S._Tally()
+        self.active, self.broken, self.base = True, False, None
+        rows = S._base_rows(model, chips, space, ch, allow_idle, tally)
+        trainable = tuple(d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d))))
+        self.pairs = S._schedule_pairs(space, ch, len(rows), tally) if len(rows) else []
+        self.n_exp = len(self.pairs) * ch.per_schedule_pair
+        if not len(rows) or not self.pairs or not trainable:
+            self.active = False
+            return
+        base = np.asarray(rows, dtype=np.int64)
+        ok = S._apply(S.base_rules(model, system, *base.T, chips, exact_chips=False),
+                      np.ones(len(base), dtype=bool), tally.rejected, self.n_exp)
+        tally.considered += int(np.count_nonzero(~ok)) * self.n_exp + int(np.count_nonzero(ok)) * self.n_exp
+        self.base = base[ok]
+        if not len(self.base):
+            self.active = False
+            return
+        self.bound = row_bounds(model, table, self.base, ch, self.pairs, trainable)
+        self.order = np.argsort(self.bound, kind="stable")
+        self.found = _Found(best=np.inf if cutoff is None else float(cutoff))
+        self.start, self.take = 0, FIRST_ROWS
+
+    def next_round(self):
+        """(layouts, their keys, their lower bounds) of the next round with any layout left to evaluate, or None
+        (the search is over)."""
+        bound, order, found = self.bound, self.order, self.found
+        while self.start < len(order) and bound[order[self.start]] <= found.best * (1 + 1e-12):
+            stop = self.start + self.take
+            chosen = order[self.start:stop]
+            chosen = chosen[bound[chosen] <= found.best * (1 + 1e-12)]
+            self.start, self.take = stop, self.take * 2
+            got = _promising(self.model, self.system, self.table, self.software, self.base, chosen, self.pairs,
+                             self.ch, self.n_exp, found)
+            if got is not None:
+                return got
+        self.active = False
         return None
-    base = np.asarray(rows, dtype=np.int64)
-    ok = S._apply(S.base_rules(model, system, *base.T, chips, exact_chips=False), np.ones(len(base), dtype=bool),
-                  tally.rejected, n_exp)
-    tally.considered += int(np.count_nonzero(~ok)) * n_exp + int(np.count_nonzero(ok)) * n_exp
-    base = base[ok]
-    if not len(base):
-        return None
-    bound = row_bounds(model, table, base, ch, pairs, trainable)
-    order = np.argsort(bound, kind="stable")
-    found = _Found(best=np.inf if cutoff is None else float(cutoff))
-    start, take = 0, FIRST_ROWS
-    while start < len(order) and bound[order[start]] <= found.best * (1 + 1e-12):
-        stop = start + take
-        chosen = order[start:stop]
-        chosen = chosen[bound[chosen] <= found.best * (1 + 1e-12)]
-        if not _evaluate_rows(model, system, cal, software, table, base, chosen, pairs, ch, n_exp, found):
+
+    def absorb(self, lb, key, lower, res) -> None:
+        """Take a round's evaluated layouts; a step below its bound ends the search (outcome None)."""
+        found = self.found
+        per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)
+        if (per_token < lower).any():
+            self.active, self.broken = False, True
+            return
+        fits = np.asarray(res["fits"], dtype=bool)
+        if fits.any() and float(per_token[fits].min()) <= found.best:
+            found.best, found.reached = float(per_token[fits].min()), True
+        found.batches.append(lb)
+        found.results.append(res)
+        found.keys.append(key)
+
+    def outcome(self, cal) -> S.SearchOutcome | Beyond | None:
+        if self.base is None or not len(self.base) or self.broken:
             return None
-        start, take = stop, take * 2
-    if cutoff is not None and not found.reached:  # every row that could reach it evaluated: none does
-        return Beyond(float(cutoff))
-    if not found.batches:
-        return None
-    return _outcome(found, tally, ch, len(base) * n_exp)
+        if self.cutoff is not None and not self.found.reached:  # every row that could reach it evaluated: none
+            return Beyond(float(self.cutoff))
+        found = self.found
+        if found.unfit and not any(np.asarray(r["fits"], dtype=bool).any() for r in found.results):
+            for lb, key in found.unfit:  # nothing fits: the caller shows the layout that comes closest
+                found.batches.append(lb)
+                found.results.append(training.evaluate(self.model, self.system, lb, cal, software=self.software))
+                found.keys.append(key)
+            found.unfit = []
+        if not self.found.batches:
+            return None
+        return _outcome(self.found, self.tally, self.ch, len(self.base) * self.n_exp)
 
 
-def _evaluate_rows(model, system, cal, software, table, base, rows, pairs, ch, n_exp, found: _Found) -> bool:
-    """Expand base[rows], evaluate the layouts that pass the remaining rules; False where a step beats its bound."""
+def _slice(res: dict, start: int, stop: int, n: int) -> dict:
+    """Layouts start:stop of an evaluation of n layouts (values not one per layout kept as they are)."""
+    def cut(v):
+        return v[start:stop] if np.ndim(v) and np.shape(v)[0] == n else v
+
+    return {k: ({kk: cut(vv) for kk, vv in v.items()} if isinstance(v, dict) else cut(v)) for k, v in res.items()}
+
+
+def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, found: _Found):
+    """Expand base[rows] and keep the layouts that pass the remaining rules, whose bound can beat the best found
+    and, in a large round, that fit in memory: (layouts, keys in the exhaustive order, lower bounds), or None
+    where none is left."""
     lb = S._expand(base[rows], pairs, ch)
     local = np.arange(lb.size)
     key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
@@ -237,32 +317,32 @@ def _evaluate_rows(model, system, cal, software, table, base, rows, pairs, ch, n
             ok &= lb.dtype != d
     idx = np.nonzero(ok)[0]
     if not idx.size:
-        return True
+        return None
     lb, key = lb.take(idx), key[idx]
     lower = layout_bounds(model, table, lb)
     promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
     found.pruned += lb.size - promising.size
     if not promising.size:
-        return True
+        return None
     lb, key, lower = lb.take(promising), key[promising], lower[promising]
-    res = training.evaluate(model, system, lb, cal, software=software)
-    per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)
-    if (per_token < lower).any():
-        return False
-    fits = np.asarray(res["fits"], dtype=bool)
-    if fits.any() and float(per_token[fits].min()) <= found.best:
-        found.best, found.reached = float(per_token[fits].min()), True
-    found.batches.append(lb)
-    found.results.append(res)
-    found.keys.append(key)
     found.evaluated += lb.size
-    return True
+    if lb.size >= MEMORY_FIRST:
+        # where few layouts fit (a model large for the cluster) most of a round would be evaluated only to be
+        # found too big: memory first, at a fraction of the step time's work (the same formulas; the slack
+        # keeps every layout the full evaluation could call fitting)
+        room = training.memory_bytes(model, system, lb, table.cal, software=software) <= system.chip.memory * (1 + 1e-9)
+        if not room.all():
+            found.unfit.append((lb.take(np.nonzero(~room)[0]), key[~room]))
+            if not room.any():
+                return None
+            lb, key, lower = lb.take(np.nonzero(room)[0]), key[room], lower[room]
+    return lb, key, lower
 
 
 def _concat(results: list) -> dict:
-    def join(vs):
-        return np.concatenate([np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"]))
-                               for v, r in zip(vs, results)])
+    def join(vs):  # one round: its arrays as they are (the caller's _take copies them in the exhaustive order)
+        parts = [np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"])) for v, r in zip(vs, results)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     out = {}
     for k, v in results[0].items():
@@ -287,9 +367,11 @@ def _outcome(found: _Found, tally, ch, valid_before_rules: int) -> S.SearchOutco
     idx = np.nonzero(fits)[0]
     order = idx[np.argsort(per_token[idx], kind="stable")]
     rejected = dict(tally.rejected)
-    if (~fits).any():
-        rejected["does not fit in memory"] = int((~fits).sum())
-    pruned = valid_before_rules - int(lb.size)
+    unfit = int((~fits).sum()) + sum(len(k) for _, k in found.unfit)  # evaluated, or ruled out by memory alone
+    if unfit:
+        rejected["does not fit in memory"] = unfit
+    pruned = valid_before_rules - found.evaluated
     if pruned > 0:
         rejected["bound: cannot beat the best layout found"] = pruned
-    return S.SearchOutcome(lb, res, order, tally.considered, rejected, valid=None, fit=int(fits.sum()))
+    return S.SearchOutcome(lb, res, order, tally.considered, rejected, valid=None, fit=int(fits.sum()),
+                           evaluated=found.evaluated)

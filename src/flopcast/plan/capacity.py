@@ -162,7 +162,7 @@ class _Sizer:
         free = [k for k in search_mod.LAYOUT_FIELDS if k not in self.space.pinned() or len(self.space.pinned()[k]) > 1]
         r = result_from(self.model, self.system, chips, out.batch, out.results, i, self.cal, self.tokens,
                             "searched", free,
-                            summary={"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
+                            summary={"candidates": out.considered, "evaluated": out.n_evaluated, "fit": out.n_fit,
                                      "rejected": out.rejected})
         if self.rates is not None:
             r = replace(r, rates=self.rates)
@@ -188,15 +188,37 @@ def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
     return f"no valid layout ({search_mod.rejection_summary(out.rejected) or 'no candidates'})"
 
 
+SIZE_STEPS_PER_OCTAVE = 8  # cluster sizes the bisection tries: a power of two, then steps of an eighth of it
+
+
+def round_sizes(lo: int, hi: int) -> list[int]:
+    """The node counts from lo to hi (both kept) that a planner would list: above a power of two p, multiples
+    of p / 8 (1,024, 1,152, 1,280, ... nodes; every count below 16 nodes). Sizes in between buy little: at an
+    odd node count few batch and layout choices divide the chips, so their times form a sawtooth, not a
+    finer answer; a size on this grid is within 12.5% of any size between its neighbours."""
+    p = 2 ** int(math.log2(max(lo, 1)))
+    step = max(1, p // SIZE_STEPS_PER_OCTAVE)
+    return sorted({lo, hi} | set(range(-(-lo // step) * step, hi, step)))
+
+
+def _round_up(n: int) -> int:
+    """The smallest round size (round_sizes) at or above n nodes."""
+    step = max(1, 2 ** int(math.log2(max(n, 1))) // SIZE_STEPS_PER_OCTAVE)
+    return -(-n // step) * step
+
+
 def _bisect(lo: int, hi: int, stays_low) -> tuple[int, int]:
-    """Narrow integers lo < hi, where stays_low(lo) holds and stays_low(hi) does not, until adjacent."""
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if stays_low(mid):
-            lo = mid
+    """Narrow lo < hi, where stays_low(lo) holds and stays_low(hi) does not, until they are neighbours on the
+    grid of round sizes (round_sizes)."""
+    grid = round_sizes(lo, hi)
+    i, j = 0, len(grid) - 1
+    while j - i > 1:
+        mid = (i + j) // 2
+        if stays_low(grid[mid]):
+            i = mid
         else:
-            hi = mid
-    return lo, hi
+            j = mid
+    return grid[i], grid[j]
 
 
 EXTRA_SIZES = (1.25, 1.5, 2.0)  # multiples of the smallest size that meets a deadline, priced for the cheapest
@@ -247,7 +269,7 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
             f"{best.expected_s / 86400:.1f} days")
     lo, hi = _bisect(lo, hi, lambda n: not meets(n))  # lo misses, hi meets
     # a larger cluster can be cheaper (a better layout, fewer idle chips): price a few above the smallest
-    size.prefetch([min(size.max_nodes, int(math.ceil(hi * f))) for f in EXTRA_SIZES])
+    size.prefetch([min(size.max_nodes, _round_up(int(math.ceil(hi * f)))) for f in EXTRA_SIZES])
     ok = [p for p in size.points() if p.result is not None and p.expected_s <= deadline_s]
     return _finish("deadline", size, ok, deadline_s, _cost_key)
 

@@ -32,6 +32,7 @@ from ..errors import FlopcastError
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import serving as S
+from ..simulate.serving.budget import BudgetSpent, WorkBudget
 from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
 from . import disaggregate as split
 from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS, SPAN,
@@ -40,6 +41,12 @@ from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILI
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
 ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
+# simulation work one system's search may spend (simulate/serving/budget.py units, ~1.5 us of CPU each on this
+# 2-core machine: ~8 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
+# all the systems it is given
+DEPLOY_WORK = 7_000_000
+DEPLOY_SYSTEMS = 2
+SEARCH_SHARE = 0.75
 CPU_WEIGHTS, CPU_KV = ("q4_0", "q8_0"), ("fp16",)
 
 
@@ -83,6 +90,8 @@ class DeployOutcome:
     pruned: dict = field(default_factory=dict)  # reason -> count
     reason: str = ""  # why there is no deployment
     verified: object = None  # ServingResult of the best's whole instance (all its replicas, routed) at its rate
+    budget_note: str = ""  # what the work budget cut ("" when nothing)
+    budget: dict = field(default_factory=dict)  # WorkBudget.to_dict() of the search
 
 
 def _chips(system: System) -> int:
@@ -189,13 +198,13 @@ def _bound_key(system: System, c: Candidate, n_out: float, qps):
     return usd if system.price_per_hour is not None else ch
 
 
-def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float):
+def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float, budget=None):
     """(meets, result): one run at `q`; it meets when 90% of all requests and 90% of the last third of arrivals
     are within both SLOs and the last third's mean TTFT is no more than BACKLOG_GROWTH x the middle third's
     (+5% of the TTFT target): a rate beyond what the replica serves builds a backlog whose wait grows with time."""
     n = int(min(max(requests, math.ceil(q * span_s)), MAX_VERIFY_REQUESTS))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0], output_tokens=workload[1])
-    o, res = S.run_any(d, reqs, cfg, seed=seed)
+    o, res = S.run_any(d, reqs, cfg, seed=seed, budget=budget)
     first, done = np.array(o.first_s), np.array(o.done_s)
     arr, out = reqs.arrival_s, reqs.output_tokens
     tpot = np.where(out > 1, (done - first) / np.maximum(out - 1, 1), 0.0)
@@ -207,39 +216,45 @@ def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float)
     return bool(meets.mean() >= ATTAINMENT and tail.mean() >= ATTAINMENT and not growing), res
 
 
-def service_rate(d, cfg, workload, seed: int) -> float:
+def service_rate(d, cfg, workload, seed: int, budget=None) -> float:
     """Requests/s the replica completes when it never runs dry: a burst of 8 x max_seqs requests (at least 1,000)."""
     n = max(8 * cfg.max_seqs, 1000)
     reqs = S.poisson_requests(1e6, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
-    return S.simulate_any(d, reqs, cfg, seed=seed).throughput_requests_per_s
+    return S.simulate_any(d, reqs, cfg, seed=seed, budget=budget).throughput_requests_per_s
 
 
-def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8):
+def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8, budget=None):
     """Highest steady rate (see _steady) up to MAX_UTILISATION x the service rate, by bisection; (0, None) if none.
 
     Near a utilisation of 1 a finite run meets the SLOs at rates whose queue grows without bound in a longer
     one (llama3-8b, p5.48xlarge TP2: 64 req/s meets them over 4,300 requests, 28% over 17,000), so the rate
-    is capped below the burst service rate."""
+    is capped below the burst service rate. `budget` (simulate/serving/budget.py): when it runs out the bisection
+    stops at the highest rate verified so far (a lower bound; budget.cut is set)."""
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
     span_s = SPAN * (cfg.slo_ttft_s + out * cfg.slo_tpot_s)
-    lo, hi, best = 0.0, min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed)), None
-    ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s)
-    if ok:
-        return hi, r
-    for _ in range(iterations):
-        mid = (lo + hi) / 2.0
-        ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s)
+    lo, best = 0.0, None
+    try:
+        hi = min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed, budget))
+        ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s, budget)
         if ok:
-            lo, best = mid, r
-        else:
-            hi = mid
+            return hi, r
+        for _ in range(iterations):
+            mid = (lo + hi) / 2.0
+            ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s, budget)
+            if ok:
+                lo, best = mid, r
+            else:
+                hi = mid
+    except BudgetSpent:
+        pass  # budget.cut is set; the rate verified last stands
     return lo, best
 
 
-def _simulate(model, system, c: Candidate, d, workload, config, qps, requests, seed) -> DeployPoint | None:
+def _simulate(model, system, c: Candidate, d, workload, config, qps, requests, seed, budget=None
+              ) -> DeployPoint | None:
     cfg = replace(config, max_seqs=c.max_seqs, replicas=1)
-    q, res = capacity(d, cfg, c.bound_qps, workload, requests, seed)
+    q, res = capacity(d, cfg, c.bound_qps, workload, requests, seed, budget=budget)
     if res is None or q <= 0:
         return None
     out_per_req = res.output_tokens_per_s / max(res.throughput_requests_per_s, 1e-12)
@@ -275,14 +290,18 @@ def _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, i
 
 def deploy(model: Model, system: System, config, *, input_tokens="512", output_tokens="128", qps=None,
            weights=None, kv_dtypes=None, max_seqs=MAX_SEQS, requests: int = 300, seed: int = 0,
-           progress=None, inference_calibration=None, disaggregate: bool = True) -> DeployOutcome:
+           progress=None, inference_calibration=None, disaggregate: bool = True,
+           budget: WorkBudget | None = None) -> DeployOutcome:
     """The cheapest deployment of `model` on `system` at the SLOs of `config` (see the module doc); `disaggregate`:
-    consider prefill and decode pools apart too (plan/disaggregate.py)."""
+    consider prefill and decode pools apart too (plan/disaggregate.py). `budget`: the simulation work the search may
+    spend (default DEPLOY_WORK units); SEARCH_SHARE of it goes to the candidates, the rest to the baseline and the
+    whole-instance check; what it cuts the outcome says (budget_note)."""
     rng = np.random.default_rng(seed)
     n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
     n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
     workload = (input_tokens, output_tokens)
     ic = inference_calibration
+    budget = WorkBudget(DEPLOY_WORK) if budget is None else budget
     cands, ok, pruned = _bounded(model, system, n_in, n_out, config, weights, kv_dtypes, max_seqs, ic)
     if not ok:
         why = ", ".join(f"{v} {k}" for k, v in pruned.items())
@@ -293,40 +312,92 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     ok.sort(key=lambda x: (_bound_key(system, x[0], n_out, qps), -x[0].max_seqs))
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
-    key, sims, best = _key(system), [], None
-    for c, d in ok[:MAX_SIMULATIONS]:
-        if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
-            pruned["bound no better than the best simulated"] = pruned.get("bound no better than the best simulated",
-                0) + 1
-            continue
-        p = _simulate(model, system, c, d, workload, config, qps, requests, seed)
-        if progress is not None:
-            progress.update(1)
-        if p is None:
-            pruned["simulated: misses the SLOs at every rate"] = pruned.get("simulated: misses the SLOs at every rate",
-                0) + 1
-            continue
-        sims.append(p)
-        if best is None or key(p) < key(best):
-            best = p
-    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic)
+    run = lambda c, d, b: _simulate(model, system, c, d, workload, config, qps, requests, seed, b)
+    size = lambda c: _first_runs_units(c, n_out, config, requests)
+    search = WorkBudget(budget.left * SEARCH_SHARE, budget)
+    sims, best, cut = _branch_and_bound(system, ok[:MAX_SIMULATIONS], n_out, qps, (run, size), search, pruned,
+                                        progress)
+    part = budget.part(2)
+    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic, part)
+    cut["baseline"] = base is None and part.cut
     if progress is not None:
         progress.update(1)
+    considered = len(cands) + len(splits)
     if best is None:
-        return DeployOutcome(system, None, base, tuple(sims), (), len(cands) + len(splits), pruned,
-                             "no simulated candidate meets the SLOs at any rate")
+        return DeployOutcome(system, None, base, tuple(sims), (), considered, pruned,
+                             "no simulated candidate meets the SLOs at any rate", budget_note=_budget_note(budget, cut),
+                             budget=budget.to_dict())
     front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
-    return DeployOutcome(system, best, base, tuple(sims), front, len(cands) + len(splits), pruned,
-                         verified=verify(model, system, best, workload, config, requests, seed, ic))
+    try:
+        checked = verify(model, system, best, workload, config, requests, seed, ic, budget.part(1))
+    except BudgetSpent:
+        checked, cut["check"] = None, True
+    return DeployOutcome(system, best, base, tuple(sims), front, considered, pruned, verified=checked,
+                         budget_note=_budget_note(budget, cut), budget=budget.to_dict())
 
 
-def verify(model, system, p: DeployPoint, workload, config, requests: int, seed: int, ic=None):
+def _first_runs_units(c: Candidate, n_out: float, config, requests: int) -> float:
+    """Work (budget.py units) of a capacity search's first two runs (the burst and the first steady rate, at most the
+    bound), estimated: per request REQUEST_WORK plus its prefill and its share of decode steps at the bound's batch."""
+    burst = max(8 * c.max_seqs, 1000)
+    steady = min(max(requests, c.bound_qps * SPAN * (config.slo_ttft_s + n_out * config.slo_tpot_s)),
+                 MAX_VERIFY_REQUESTS)
+    return (burst + steady) * (S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1))
+
+
+def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudget, pruned: dict, progress):
+    """Simulate (run[0](candidate, deployment, budget)) the candidates in ascending order of their bound until the
+    next bound is no better than the best simulated cost or the budget is spent; each of the next three gets a
+    third, a half and all of what is left, and one whose first runs would take more (run[1](candidate), an
+    estimate) is not started. Returns (points, best, {"skipped": n, "stopped": n})."""
+    key, sims, best, cut = _key(system), [], None, {"skipped": 0, "stopped": 0}
+    simulate, size = run
+    for i, (c, d) in enumerate(ok):
+        part = budget.part(min(3, len(ok) - i))
+        if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
+            _count(pruned, "bound no better than the best simulated")
+        elif budget.exhausted or size(c) > part.left:
+            _count(pruned, "not simulated: the work budget was spent")
+            cut["skipped"] += 1
+            budget.mark_cut()
+        else:
+            p = simulate(c, d, part)
+            cut["stopped"] += part.cut
+            if p is None:
+                _count(pruned, "the work budget ran out before a rate was verified" if part.cut
+                       else "simulated: misses the SLOs at every rate")
+            else:
+                sims.append(p)
+                best = p if best is None or key(p) < key(best) else best
+        if progress is not None:
+            progress.update(1)
+    return sims, best, cut
+
+
+def _count(pruned: dict, reason: str) -> None:
+    pruned[reason] = pruned.get(reason, 0) + 1
+
+
+def _budget_note(budget: WorkBudget, cut: dict) -> str:
+    """What the work budget cut, in a sentence; "" when it cut nothing."""
+    if not budget.cut:
+        return ""
+    parts = [f"{cut['skipped']} candidate(s) not simulated"] if cut["skipped"] else []
+    if cut["stopped"]:
+        parts.append(f"{cut['stopped']} capacity search(es) stopped early (their rates are lower bounds)")
+    parts += (["the baseline not simulated to a verified rate"] if cut.get("baseline") else []) + (
+        ["the whole instance not checked"] if cut.get("check") else [])
+    return (f"the simulation work budget ({budget.total:,.0f} units) cut the search: " + "; ".join(parts)
+            + "; tighter SLOs, fewer formats (--weights, --kv-dtype) or fewer systems search less")
+
+
+def verify(model, system, p: DeployPoint, workload, config, requests: int, seed: int, ic=None, budget=None):
     """One instance of the chosen deployment simulated whole: its replicas behind the least-loaded router at
     their summed capacity (the search simulated one replica and added them up). None when a replica spans
     instances (nothing to add up)."""
     c = p.candidate
     if isinstance(c, split.SplitCandidate):
-        return split.verify_split(p, workload, config, requests, seed)
+        return split.verify_split(p, workload, config, requests, seed, budget)
     if c.replicas_per_instance <= 1:
         return None
     d = inf.deployment(model, system, chips=c.tp * c.pp * c.replicas_per_instance, tp=c.tp, weights=c.weights,
@@ -337,10 +408,11 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     n = int(min(max(requests, q * SPAN * (config.slo_ttft_s + out * config.slo_tpot_s)), MAX_VERIFY_REQUESTS))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
-    return S.simulate(d, reqs, cfg, seed=seed)
+    return S.simulate(d, reqs, cfg, seed=seed, budget=budget)
 
 
-def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None) -> DeployPoint | None:
+def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None, budget=None
+              ) -> DeployPoint | None:
     """One replica over all the instance's chips in the default formats at max batch 256 (what compare --serve ran)."""
     n = _chips(system)
     w = "q4_0" if system.chip.kind == "cpu" else "bf16"
@@ -358,4 +430,4 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
         bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
     except FlopcastError:
         return None
-    return None if bc is None else _simulate(model, system, bc, d, workload, config, qps, requests, seed)
+    return None if bc is None else _simulate(model, system, bc, d, workload, config, qps, requests, seed, budget)

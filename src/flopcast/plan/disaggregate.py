@@ -103,7 +103,7 @@ def _instance_units(system, whole) -> list:
     return out
 
 
-def verify_split(p, workload, config, requests: int, seed: int):
+def verify_split(p, workload, config, requests: int, seed: int, budget=None):
     """One instance of a disaggregated deployment simulated whole: all its units' prefill replicas as one pool and
     their decode replicas as the other, at the units' summed capacity. None for one unit per instance."""
     c, pd = p.candidate, p.deployment
@@ -117,4 +117,4 @@ def verify_split(p, workload, config, requests: int, seed: int):
     n = int(min(max(requests, q * D.SPAN * (config.slo_ttft_s + out * config.slo_tpot_s)), D.MAX_VERIFY_REQUESTS))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
-    return S.simulate_any(whole, reqs, cfg, seed=seed)
+    return S.simulate_any(whole, reqs, cfg, seed=seed, budget=budget)

@@ -20,7 +20,8 @@ from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..model import hf
-from ..model.strategy import Layout, LayoutBatch, Recompute, Schedule, Sharding, label, parse_choice
+from ..model.strategy import (MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule, Sharding, Software, label,
+                              parse_choice)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -392,7 +393,7 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None,
           *, tokens: float | None = None, seq_len: int | None = None, calibration: Calibration | str | None = None,
           objective: str = "throughput", progress=None, shared=None, exhaustive: bool = True, work_tables=None,
-          **layout) -> TrainResult:
+          software: Software = MODERN_SOFTWARE, **layout) -> TrainResult:
     """Forecast one training configuration. Layout fields left out are chosen by the search.
 
     layout: tp, pp, dp, cp, ep, vp, micro_batch, global_batch, recompute, sharding,
@@ -403,11 +404,22 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     exhaustive=False: the throughput search evaluates only the layouts a lower bound cannot rule out
     (plan/bounded.py; the same layout, the counts of fitting layouts only of those evaluated); work_tables: a
-    dict the caller keeps to reuse bounded.WorkTable across calls (optional).
+    dict the caller keeps to reuse bounded.WorkTable across calls (optional). software: the framework's features
+    (model.strategy.Software; e.g. its CUDA-graph capture), the same for every layout searched.
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
     cal = calibrations.training(calibration)
+    case = _case(m, system, cal, chips, tokens, layout, software)
+    if isinstance(case, TrainResult):
+        return case
+    chips, tokens, space, free = case
+    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
+                     work_tables, software=software)
+
+
+def _case(m: Model, system: System, cal, chips, tokens, layout: dict, software: Software = MODERN_SOFTWARE):
+    """One case's arguments checked: its TrainResult if the layout is pinned, else (chips, tokens, space, free)."""
     if chips is None:
         chips = system.chips_per_node * (DEFAULT_INSTANCES if system.id == DEFAULT_SYSTEM else 1)
     check_positive(chips=chips)
@@ -440,24 +452,23 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
         lay = Layout(**{k: v[0] for k, v in space.pinned().items()})
         _scalar_rules(m, system, lay, chips)
         lb = LayoutBatch.of([lay])
-        res = training.evaluate(m, system, lb, cal)
+        res = training.evaluate(m, system, lb, cal, software=software)
         return result_from(m, system, chips, lb, res, 0, cal, tokens)
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
-                     work_tables)
+    return chips, tokens, space, free
 
 
 def _searched(m, system, chips, cal, space, free, tokens, objective, progress=None, shared=None,
-              exhaustive=True, work_tables=None) -> TrainResult:
-    out = None
-    if not exhaustive and objective == "throughput" and shared is None:
+              exhaustive=True, work_tables=None, out=None, software: Software = MODERN_SOFTWARE) -> TrainResult:
+    """The searched forecast; out: the bounded search's outcome where the caller ran it (None: searched here)."""
+    if out is None and not exhaustive and objective == "throughput" and shared is None:
         from . import bounded
 
         tables = {} if work_tables is None else work_tables
-        table = tables.setdefault(repr((m, system, cal)), bounded.WorkTable(m, system, cal))
-        out = bounded.search(m, system, chips, cal, space, table)
+        table = tables.setdefault(repr((m, system, cal, software)), bounded.WorkTable(m, system, cal, software))
+        out = bounded.search(m, system, chips, cal, space, table, software=software)
     if out is None:
         out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
-                                tokens=tokens)
+                                tokens=tokens, software=software)
     elif progress is not None:
         progress.add_total(out.considered)
         progress.update(out.considered)
@@ -472,9 +483,9 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
                             f"({reasons or 'no candidates'})")
     i = int(out.order[0])
     if out.valid is None and out.fit is not None:  # bounded: the others cannot be faster (plan/bounded.py)
-        summary = {"candidates": out.considered, "evaluated": out.batch.size, "fit": out.n_fit,
+        summary = {"candidates": out.considered, "evaluated": out.n_evaluated, "fit": out.n_fit,
                    "rejected": out.rejected}
-        how = f"{out.considered:,} candidates, {out.batch.size:,} evaluated, the rest bounded away"
+        how = f"{out.considered:,} candidates, {out.n_evaluated:,} evaluated, the rest bounded away"
     else:
         summary = {"candidates": out.considered, "valid": out.n_valid, "fit": out.n_fit, "rejected": out.rejected}
         how = f"{out.considered:,} candidates, {out.n_fit:,} fit"

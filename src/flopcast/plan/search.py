@@ -59,6 +59,11 @@ class SearchOutcome:
     rejected: dict = field(default_factory=dict)  # rule -> candidates it rejected
     valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only some of them
     fit: int | None = None  # layouts that fit, where `batch` holds only those that could be the best
+    evaluated: int | None = None  # layouts judged past the bound, where memory alone ruled some out of `batch`
+
+    @property
+    def n_evaluated(self) -> int:
+        return self.batch.size if self.evaluated is None else self.evaluated
 
     @property
     def n_fit(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from ..cost import comm, compute, memory
 from ..cost.comm import Collective
 from ..model.efficiency import Calibration
-from ..model.strategy import Software
+from ..model.strategy import CudaGraphs, Software
 from ..model.system import System
 from ..model.workload import Mlp, Model
 
@@ -44,6 +44,15 @@ MOE_HOST_OPS_GRAPHED = MOE_HOST_OPS - (14 + 18 + 18 + 14)
 # down-projection backward) and both combines in BF16: DeepSeek-V3 report sec. 3.3.3, "Low-Precision
 # Communication"; the scales add 4 bytes per 128 values (1x128 tile scaling, sec. 3.3.2).
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
+
+
+def moe_host_ops(graphs: CudaGraphs, local_experts):
+    """Host-issued operator calls of one MoE layer's forward: all of them eager, those outside the router and the
+    dispatch preprocessing when those are graphed, none when the whole step is a compiled program."""
+    if graphs == CudaGraphs.FULL:
+        return 0.0 * local_experts
+    fixed = MOE_HOST_OPS_GRAPHED if graphs == CudaGraphs.PARTIAL else MOE_HOST_OPS
+    return fixed + MOE_HOST_OPS_PER_EXPERT * local_experts
 
 
 @dataclass(frozen=True)
@@ -259,8 +268,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
         # the token dispatcher copies the per-expert token counts to the host once per MoE layer (all-to-all
         # split sizes; Megatron-Core MoEAlltoAllTokenDispatcher), so the host cannot run ahead of the device:
         # the layer's forward takes at least the host time to issue its operators
-        eager = MOE_HOST_OPS_GRAPHED if software.moe_cuda_graphs else MOE_HOST_OPS
-        host_ops = eager + MOE_HOST_OPS_PER_EXPERT * model.moe.experts / x["ep"]
+        host_ops = moe_host_ops(software.graphs_on(chip.family), model.moe.experts / x["ep"])
         fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
     ep_comm = _ep_comm(model, system, cal, x) if moe_layer else np.zeros_like(T)

@@ -440,8 +440,8 @@ def tokens_per_s(model: Model, system: System, lb: LayoutBatch, cal: Calibration
 def memory_bytes(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
                  reserve_bytes: float = memory.RESERVE_BYTES, software: Software = MODERN_SOFTWARE) -> np.ndarray:
     """Bytes per chip of every layout, `evaluate`'s memory without its times (the same formulas: which layouts
-    fit, at a fraction of the work)."""
-    c = _context(model, system, lb, cal, software, True)
+    fit, at a fraction of the work; no layer times, so no grouping of the layouts by LAYER_FIELDS)."""
+    c = _context(model, system, lb, cal, software, False)
     kinds = [(n, is_moe, None) for n, is_moe, _ in _kinds(model)]  # _memory reads counts and kinds only
     L, pp, v = model.layers, c.f["pp"], c.v
     stage_layers = np.where(v > 1, np.ceil(L / (pp * v)) * v, np.ceil(L / pp))

@@ -6,7 +6,11 @@ server's batch and compiled sequence length, the benchmark's duration and the st
 Such a row is predicted by simulating that load (simulate/serving): closed-loop clients for synchronous,
 concurrency and throughput runs (guidellm, llmperf, vLLM benchmark_serving --max-concurrency), an open-loop
 rate for rate runs (vLLM benchmark_serving --request-rate: Poisson; guidellm constant: even gaps), and the
-statistic it names (mean, p50, p90, p99) is compared. A row without a load is one static batch of requests
+statistic it names (mean, p50, p90, p99) is compared. Clients stated in the concurrency column are the tool's
+own, spread over the instance's data-parallel replicas (`chips / tp`, behind a round-robin balancer, nginx's
+default); clients derived from the server batch are one replica's. Where the tool stops counting at its end
+(TOOL_COUNTS_FINISHED), only the requests finished inside the benchmark's duration are in its figures. A row
+without a load is one static batch of requests
 of fixed shape (llama-bench, the Neuron performance tables) and goes through the roofline (cost/inference).
 No measured column is read here.
 """
@@ -14,7 +18,7 @@ No measured column is read here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -40,6 +44,13 @@ class Statistic(str, Enum):
 
 
 TOOL_ARRIVALS = {"guidellm": "constant"}  # open-loop gaps by tool; the rest (vLLM benchmark_serving) Poisson
+# tools whose figures cover only the requests finished before the benchmark's end: guidellm 0.1 cancels the rest
+# (scheduler/base.py: asyncio.wait_for with timeout end_time - now; a timed-out request is not recorded); vLLM's
+# benchmark_serving and llmperf wait for every request sent
+TOOL_COUNTS_FINISHED = frozenset({"guidellm"})
+# TGI's router: launcher/src/main.rs defaults --waiting-served-ratio 0.3, --max-waiting-tokens 20 (neither set by the
+# benchmarks' docker-compose files); a row whose engine column names TGI is served by it
+TGI_ROUTER = {"waiting_served_ratio": 0.3, "max_waiting_tokens": 20}
 DEFAULT_DURATION_S = 120.0  # a benchmark of unstated length: guidellm 0.1's --max-seconds default
 MAX_REQUESTS = 4000  # simulated requests per row at most (a long benchmark's steady state is reached well before)
 MIN_REQUESTS = 20
@@ -61,6 +72,8 @@ class BenchmarkLoad:
     load: Load
     tool: str = ""
     clients: int = 0  # closed-loop clients (synchronous: 1; throughput: the server batch)
+    tool_clients: bool = False  # the clients are the tool's (the concurrency column), over all replicas
+    tgi_router: bool = False  # the server is TGI: its router lets waiting requests join in groups (TGI_ROUTER)
     rate_per_s: float = 0.0  # open-loop requests per second
     server_batch: int = 0  # the engine's sequences in flight at most (max_num_seqs; Neuron: the compiled batch)
     max_seq_len: int = 0  # the compiled sequence length of a static-shape engine (0: not stated)
@@ -114,7 +127,10 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
         duration = DEFAULT_DURATION_S
         notes.append(f"duration_s blank: {DEFAULT_DURATION_S:g} s (guidellm 0.1's default benchmark length)")
     spreads = [_number(row, k) or 0 for k in ("input_tokens_spread", "output_tokens_spread")]
-    return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, rate, server,
+    stated = load in (Load.THROUGHPUT, Load.CONCURRENCY) and bool(_number(row, "concurrency"))
+    engine = _cell(row, "engine").lower()
+    tgi = engine.startswith("tgi") or "text-generation-inference" in engine
+    return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, stated, tgi, rate, server,
                          _number(row, "max_seq_len") or 0, duration,
                          _choice(Statistic, row, "statistic", Statistic.MEAN), *spreads), notes
 
@@ -137,11 +153,12 @@ def serving_config(d, load: BenchmarkLoad, batch: int) -> S.ServingConfig:
     else:  # closed loop: never more in flight than the clients
         server = max(batch, load.clients, 1)
     return S.ServingConfig(max_seqs=server, static_batch=server if load.server_batch else 0,
-                           static_seq_len=load.max_seq_len)
+                           static_seq_len=load.max_seq_len, **(TGI_ROUTER if load.tgi_router else {}))
 
 
 def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_tokens: int) -> S.ServingResult:
-    """The simulated run of a row's benchmark on one replica of `d`."""
+    """The simulated run of a row's benchmark: the tool's clients over `d.replicas` replicas of `d` when the row
+    states them, else one replica's load on one replica; throughput per replica either way."""
     config = serving_config(d, load, batch)
     if load.load == Load.RATE:
         n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, math.ceil(load.rate_per_s * load.duration_s))))
@@ -151,11 +168,20 @@ def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_t
         else:
             arrival = np.cumsum(np.random.default_rng(1).exponential(1.0 / load.rate_per_s, n))
         return S.simulate(d, S.Requests(arrival, i, o), config)
+    replicas = d.replicas if load.tool_clients else 1
+    if replicas > 1:
+        config = replace(config, replicas=replicas, routing=S.Routing.ROUND_ROBIN)
     # enough requests for the duration at the fastest the server could take them, within the bounds
     e2e_guess = max(1e-3, output_tokens * 1e-3)
     n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, load.clients * math.ceil(load.duration_s / e2e_guess) + load.clients)))
     i, o = lengths(load, n, input_tokens, output_tokens)
-    return S.closed_loop(d, load.clients, i, o, config, duration_s=load.duration_s)
+    until = load.duration_s if load.tool in TOOL_COUNTS_FINISHED else math.inf
+    result = S.closed_loop(d, load.clients, i, o, config, duration_s=load.duration_s, counted_until_s=until)
+    if replicas == 1:
+        return result
+    return replace(result, output_tokens_per_s=result.output_tokens_per_s / replicas,
+                   total_tokens_per_s=result.total_tokens_per_s / replicas,
+                   throughput_requests_per_s=result.throughput_requests_per_s / replicas)
 
 
 def figures(result: S.ServingResult, load: BenchmarkLoad, input_tokens: int) -> dict:
@@ -178,8 +204,15 @@ def describe(load: BenchmarkLoad) -> str:
     what = {Load.SYNCHRONOUS: "1 closed-loop client", Load.THROUGHPUT: f"{load.clients} closed-loop clients",
             Load.CONCURRENCY: f"{load.clients} closed-loop clients",
             Load.RATE: f"open-loop {load.rate_per_s:g} requests/s"}[load.load]
+    if load.tool_clients:
+        what += " (the tool's, spread round-robin over the instance's replicas)"
+    if load.tgi_router:
+        what += (f"; TGI's router: waiting requests join a running batch in groups (waiting_served_ratio "
+                 f"{TGI_ROUTER['waiting_served_ratio']}, max_waiting_tokens {TGI_ROUTER['max_waiting_tokens']})")
     shapes = (f"; static shapes: batch {load.server_batch}, sequence {load.max_seq_len}"
               if load.max_seq_len else "")
+    counted = ("; only requests finished within it counted, as the tool records them"
+               if load.tool in TOOL_COUNTS_FINISHED else "")
     return (f"simulated as the benchmark ran ({load.tool or 'tool not stated'} {load.load.value}): {what} for "
-            f"{load.duration_s:g} s, server batch {load.server_batch or 'not stated'}{shapes}; "
+            f"{load.duration_s:g} s{counted}, server batch {load.server_batch or 'not stated'}{shapes}; "
             f"latencies compared at their {load.statistic.value}")

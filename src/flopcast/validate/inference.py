@@ -304,6 +304,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: dict | None = Non
     return table
 
 
+MISSED_FIGURE = math.log(10.0)  # log error of a figure the simulated benchmark did not produce
 FIT_STEP = 1e-3  # finite-difference step in log parameters (a simulated row's figures move in small discrete steps)
 FIT_TOLERANCE = 1e-6
 
@@ -319,9 +320,15 @@ def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
     hi = np.log([_FREE[n][1] for n in names])
     xs = x0 if start is None else np.clip(np.log([getattr(start, n) for n in names]), lo, hi)
 
+    scored = {(r["run_id"], r["metric"]) for r in _compare(mine, {fam: start or prior}) if r["status"] == "ok"}
+
     def residuals(x):
         eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
-        res = [math.log(r["predicted"] / r["measured"]) for r in _compare(mine, {fam: eff}) if r["status"] == "ok"]
+        got = {(r["run_id"], r["metric"]): math.log(r["predicted"] / r["measured"])
+               for r in _compare(mine, {fam: eff}) if r["status"] == "ok"}
+        # a figure the engine cannot produce at these parameters (a benchmark in which no request finishes in
+        # time) counts as a miss of 10x, so every evaluation has the same residuals
+        res = [got.get(k, MISSED_FIGURE) for k in sorted(scored)]
         return np.concatenate([res, PRIOR_WEIGHT * (x - x0)])
 
     sol = least_squares(residuals, xs, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE,

@@ -20,6 +20,7 @@ from .. import catalog
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
+    CudaGraphs,
     ERA_2021_SOFTWARE,
     MODERN_SOFTWARE,
     Layout,
@@ -133,6 +134,22 @@ def framework_of(row: dict) -> str:
     return ""
 
 
+# what the frameworks do when a run states no graph capture: the XLA and Neuron stacks compile the whole step, the
+# PyTorch ones (Megatron-Core's --cuda-graph-impl defaults to none) run eagerly
+_FRAMEWORK_GRAPHS = {"maxtext": CudaGraphs.FULL, "axlearn": CudaGraphs.FULL, "neuron": CudaGraphs.FULL,
+                     "megatron": CudaGraphs.NONE, "nemo": CudaGraphs.NONE, "deepspeed": CudaGraphs.NONE,
+                     "fsdp": CudaGraphs.NONE}
+
+
+def cuda_graphs_of(row: dict) -> CudaGraphs | None:
+    """A row's graph capture: its `cuda_graphs` cell (none, partial, full), else the default of the framework it
+    names (_FRAMEWORK_GRAPHS), else None: the default of its chip's frameworks (model.strategy.default_cuda_graphs)."""
+    cell = (row.get("cuda_graphs") or "").strip()
+    if cell:
+        return parse_choice(CudaGraphs, cell, "cuda_graphs")
+    return _FRAMEWORK_GRAPHS.get(framework_of(row))
+
+
 def before_software_cutoff(row: dict) -> bool:
     """Whether a row's source is dated before sequence parallelism, selective recomputation and FlashAttention."""
     d = source_date(row)
@@ -241,11 +258,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
         pinned.setdefault("ep", (1,))
         pinned["etp"] = (0,)  # a dense model's etp is its tp
     software = software_of(row)
-    graphs = (row.get("cuda_graphs") or "").strip().lower()
-    if graphs not in ("", "none", "partial"):
-        raise FlopcastError(f"cuda_graphs {row['cuda_graphs'].strip()!r} is not one of none, partial (or blank)")
-    if graphs == "partial":
-        software = replace(software, moe_cuda_graphs=True)
+    software = replace(software, cuda_graphs=cuda_graphs_of(row))
     if before_software_cutoff(row):
         pinned["sequence_parallel"] = (0,)
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)

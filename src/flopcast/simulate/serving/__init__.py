@@ -4,7 +4,8 @@ The rooms: config (scheduler, routing, limits), requests (lengths, Poisson arriv
 closed_loop (C clients, each sending its next request when the previous one finished),
 iteration (the cost of one batch iteration), schedulers (static, continuous, chunked-prefill),
 simulation (the request lifecycle on simulate/events.Engine), metrics (percentiles, SLOs, cost),
-capacity (the highest rate within the SLOs) and disagg (prefill and decode pools apart, xPyD).
+capacity (the highest rate within the SLOs), budget (the work a search may simulate)
+and disagg (prefill and decode pools apart, xPyD).
 This face re-exports them, so
 `from flopcast.simulate import serving as S` reads as one module.
 
@@ -13,7 +14,8 @@ dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens,
 which equals step_time exactly and costs a few float operations per iteration.
 """
 
-from .capacity import ATTAINMENT, SPAN_HORIZONS, find_capacity
+from .budget import REQUEST_WORK, BudgetSpent, WorkBudget
+from .capacity import ATTAINMENT, CAPACITY_WORK, SPAN_HORIZONS, find_capacity
 from .closed_loop import ClosedLoop, closed_loop
 from .disagg import Disaggregated, disaggregated, parse_split, run_any, run_disaggregated, simulate_any
 from .config import Routing, Scheduler, ServingConfig, parse_choice
@@ -26,7 +28,8 @@ from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
 __all__ = [
-    "ARRIVAL", "ATTAINMENT", "Disaggregated", "disaggregated", "parse_split", "run_any", "run_disaggregated",
+    "ARRIVAL", "ATTAINMENT", "BudgetSpent", "CAPACITY_WORK", "REQUEST_WORK", "WorkBudget",
+    "Disaggregated", "disaggregated", "parse_split", "run_any", "run_disaggregated",
     "simulate_any", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
     "ClosedLoop", "closed_loop",
     "Outcome",

@@ -5,7 +5,11 @@ This is how guidellm's synchronous (C = 1), concurrent and throughput profiles, 
 the offered load follows the server's speed, so the number of requests in the system stays at C
 (Little's law), unlike an open-loop rate (requests.poisson_requests), whose queue grows without bound
 past capacity. All C clients start at time 0, as the tools do; the run's figures cover every request,
-the start-up wave included.
+the start-up wave included, or, with `counted_until_s`, only those finished by then: guidellm 0.1 cancels
+the requests still in flight when its --max-seconds end (scheduler/base.py `_submit_task_coroutine`:
+`asyncio.wait_for(..., timeout=end_time - now)` returns None, which is not recorded), so its latencies and
+rates are those of the requests that finished inside the benchmark (its `duration` runs from the first
+recorded request's start to the last one's end, core/result.py).
 """
 
 from __future__ import annotations
@@ -31,16 +35,17 @@ MAX_CLIENTS = 100_000
 class ClosedLoop(Simulation):
     """Simulation whose arrivals are not given up front: request k + C is sent when a request leaves."""
 
+    replicas_independent = False  # a finish sends the next request, which may go to any replica
+
     def __init__(self, d, reqs, config, cost, seed, record, speed, clients: int, until_s: float):
         super().__init__(d, reqs, config, cost, seed, record, speed)
         self.clients = min(clients, self.n)
         self.until = until_s  # no request is sent at or after this time (the benchmark's duration)
         self.sent = 0
 
-    def run(self) -> None:
+    def begin(self) -> None:
         for _ in range(self.clients):
             self.send(0.0)
-        self.engine.run()
 
     def send(self, now: float) -> None:
         r = self.sent
@@ -58,10 +63,11 @@ class ClosedLoop(Simulation):
 
 def closed_loop(d: inf.Deployment, clients: int, input_tokens, output_tokens, config: ServingConfig = ServingConfig(),
                 *, duration_s: float = math.inf, seed: int = 0, cost: IterationCost | None = None,
-                speed: float = 1.0) -> ServingResult:
+                speed: float = 1.0, counted_until_s: float = math.inf) -> ServingResult:
     """Up to `len(input_tokens)` requests (token counts per request, in sending order) from `clients` closed-loop
     clients through `config.replicas` replicas of `d`, none sent after `duration_s` (every one sent finishes);
-    latency percentiles and throughput over the requests sent, as simulate() gives them."""
+    latency percentiles and throughput over the requests sent that finished by `counted_until_s` (all of them by
+    default), as simulate() gives them."""
     if not 1 <= clients <= MAX_CLIENTS:
         raise FlopcastError(f"concurrency must be between 1 and {MAX_CLIENTS:,} clients, got {clients}")
     inp = np.asarray(input_tokens, dtype=np.int64)
@@ -76,5 +82,8 @@ def closed_loop(d: inf.Deployment, clients: int, input_tokens, output_tokens, co
     sim.run()
     k = sim.sent
     o = sim.outcome()
-    o = replace(o, first_s=o.first_s[:k], done_s=o.done_s[:k], rejected=o.rejected[:k])
+    done = o.done_s[:k]
+    if counted_until_s < math.inf:  # a request finished after the tool stopped counting is a request never recorded
+        done = [t if t <= counted_until_s else math.nan for t in done]
+    o = replace(o, first_s=o.first_s[:k], done_s=done, rejected=o.rejected[:k])
     return summarize(d, Requests(np.asarray(sim.arr[:k], dtype=float), inp[:k], out[:k]), config, o)

@@ -32,7 +32,7 @@ from ..events import Engine
 from .config import Scheduler, ServingConfig
 from .metrics import Outcome, ServingResult, summarize
 from .requests import Requests
-from .schedulers import _decode
+from .schedulers import _decode, plain_continuous
 from .simulation import END, Replica, Simulation, simulate
 
 
@@ -113,6 +113,11 @@ def decode_iteration(sim, rep, now: float):
     return _decode(sim, rep, now)
 
 
+def plain_decode_step(sim, rep):
+    """decode_iteration's next step when it is a plain decode step (schedulers.PLAIN_DECODE): its seconds, else None."""
+    return None if rep.ready else plain_continuous(sim, rep)
+
+
 class DecodePool(Simulation):
     """The decode replicas; the per-request state is the prefill pool's (a request is in one pool at a time)."""
 
@@ -126,7 +131,7 @@ class DecodePool(Simulation):
             setattr(self, name, getattr(parent, name))
         self.parent = parent
         self.replicas = [DecodeReplica(i) for i in range(pd.decode_replicas)]
-        self.policy = decode_iteration
+        self.policy, self.plain, self.sums_runs = decode_iteration, plain_decode_step, True
         self.link = pd.link
         self.token_bytes = float(kv_transfer_bytes(pd.prefill, 1))
         self.transfers = 0
@@ -174,11 +179,16 @@ class DecodePool(Simulation):
 class PrefillPool(Simulation):
     """The prefill replicas (continuous batching with no decoders: prefill iterations only) and the decode pool."""
 
+    replicas_independent = False  # a prefill's end reaches a decode replica
+
     def __init__(self, pd: Disaggregated, reqs: Requests, config: ServingConfig, seed: int, record: bool,
-                 speed: float):
+                 speed: float, budget=None):
         cfg = replace(config, replicas=pd.prefill_replicas, scheduler=Scheduler.CONTINUOUS)
-        super().__init__(pd.prefill, reqs, cfg, None, seed, record, speed)
+        super().__init__(pd.prefill, reqs, cfg, None, seed, record, speed, budget)
         self.pool = DecodePool(self, pd, reqs, config, seed, record, speed)
+
+    def work(self) -> int:
+        return super().work() + sum(r.iterations for r in self.pool.replicas)
 
     def never_fits(self, r: int) -> bool:
         return self.prompt[r] > self.cap or self.prompt[r] + self.out[r] > self.pool.cap
@@ -209,11 +219,12 @@ class PrefillPool(Simulation):
 
 
 def run_disaggregated(pd: Disaggregated, reqs: Requests, config: ServingConfig, *, seed: int = 0,
-                      record: bool = False, speed: float = 1.0) -> tuple[Outcome, ServingResult, PrefillPool]:
+                      record: bool = False, speed: float = 1.0, budget=None
+                      ) -> tuple[Outcome, ServingResult, PrefillPool]:
     """(outcome, result, simulation) of the requests on the xPyD deployment; the cost is both pools'."""
     if config.scheduler == Scheduler.STATIC:
         raise FlopcastError("--disaggregate runs continuous batching on both pools; leave out --scheduler static")
-    sim = PrefillPool(pd, reqs, config, seed, record, speed)
+    sim = PrefillPool(pd, reqs, config, seed, record, speed, budget)
     sim.run()
     o = sim.outcome()
     res = summarize(pd.prefill, reqs, config, o)
@@ -233,19 +244,21 @@ def _priced(pd: Disaggregated, res: ServingResult) -> ServingResult:
 
 
 def simulate_any(target, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
-                 record: bool = False, cost=None, speed: float = 1.0) -> ServingResult:
-    """simulate() for a Deployment (config.replicas of it), run_disaggregated() for a Disaggregated one."""
+                 record: bool = False, cost=None, speed: float = 1.0, budget=None) -> ServingResult:
+    """simulate() for a Deployment (config.replicas of it), run_disaggregated() for a Disaggregated one; `budget`:
+    the work the run may take (budget.WorkBudget)."""
     if isinstance(target, Disaggregated):
-        return run_disaggregated(target, reqs, config, seed=seed, record=record, speed=speed)[1]
-    return simulate(target, reqs, config, seed=seed, record=record, cost=cost, speed=speed)
+        return run_disaggregated(target, reqs, config, seed=seed, record=record, speed=speed, budget=budget)[1]
+    return simulate(target, reqs, config, seed=seed, record=record, cost=cost, speed=speed, budget=budget)
 
 
-def run_any(target, reqs: Requests, config: ServingConfig, *, seed: int = 0) -> tuple[Outcome, ServingResult]:
+def run_any(target, reqs: Requests, config: ServingConfig, *, seed: int = 0,
+            budget=None) -> tuple[Outcome, ServingResult]:
     """(outcome, result) of one run of either kind of deployment."""
     if isinstance(target, Disaggregated):
-        o, res, _ = run_disaggregated(target, reqs, config, seed=seed)
+        o, res, _ = run_disaggregated(target, reqs, config, seed=seed, budget=budget)
         return o, res
-    sim = Simulation(target, reqs, config, None, seed, False)
+    sim = Simulation(target, reqs, config, None, seed, False, budget=budget)
     sim.run()
     o = sim.outcome()
     return o, summarize(target, reqs, config, o)

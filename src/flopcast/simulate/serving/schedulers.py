@@ -7,6 +7,8 @@
   they fit, otherwise all running sequences decode one token; when the KV cache
   cannot grow, the most recently admitted sequence is preempted and recomputed
   later (Kwon et al. 2023, vLLM/PagedAttention, sec. 4.5).
+  With a waiting_served_ratio (TGI's router, ServingConfig), waiting prompts join a running batch only in
+  groups (_may_join).
 - chunked-prefill: Sarathi-Serve (Agrawal et al. 2024, OSDI, sec. 4): every
   iteration carries all decodes plus prompt chunks up to a token budget.
 
@@ -29,8 +31,14 @@ def static_iteration(sim, rep, now: float):
 
 
 def continuous_iteration(sim, rep, now: float):
-    """Prefill waiting prompts that fit, else one decode step of every running sequence (vLLM v0)."""
-    started = _prefill(sim, rep, now, reserve_output=False)
+    """Prefill waiting prompts that fit (when the router lets them join), else one decode step of every running
+    sequence (vLLM v0)."""
+    if sim.config.waiting_served_ratio > 0 and not _may_join(sim, rep):
+        started = ()
+    else:
+        started = _prefill(sim, rep, now, reserve_output=False)
+    if not started and rep.joining:
+        rep.joining = 0  # the group's rest does not fit now: it waits for the router's next offer
     if started or rep.n_dec == 0:
         return started
     sim.make_room(rep)
@@ -56,6 +64,25 @@ def chunked_iteration(sim, rep, now: float):
     return sim.launch(rep, now + sim.ct(tokens, seqs, kv, pairs), partial(sim.end_chunked, rep, chunks))
 
 
+def _may_join(sim, rep) -> bool:
+    """Whether waiting prompts may be prefilled now. Without a waiting_served_ratio, always (vLLM). TGI's router
+    (backends/v2/src/backend.rs `batching_task`): an idle replica takes a batch at once; with one running, the queue
+    offers a group only if at least floor(running x waiting_served_ratio) requests can join, or once
+    max_waiting_tokens decode steps have passed since the last join (`waiting_tokens`, 1 after a prefill, + 1
+    per decode); the group is all that fit in the free slots, prefilled before the next decode."""
+    ratio = sim.config.waiting_served_ratio
+    if ratio <= 0 or rep.joining > 0:
+        return True  # vLLM's rule, or the rest of a group already let in
+    if not rep.waiting:
+        return False
+    can = min(len(rep.waiting), sim.max_seqs - rep.n_dec)
+    waited = rep.step - rep.joined_step + 1
+    if rep.n_dec and can < max(1, int(rep.n_dec * ratio)) and waited < sim.config.max_waiting_tokens:
+        return False
+    rep.joining = can
+    return can > 0
+
+
 POLICIES = {Scheduler.STATIC: static_iteration, Scheduler.CONTINUOUS: continuous_iteration,
             Scheduler.CHUNKED: chunked_iteration}
 
@@ -73,32 +100,74 @@ def _prefill(sim, rep, now: float, *, reserve_output: bool):
     else:
         t = sim.iteration_time(tokens, len(rids), tokens, pairs)
     rep.pre_kv += tokens
+    if rep.joining:  # a group the router let join: the rest of it follows; the step it joined at restarts the wait
+        rep.joining = max(0, rep.joining - len(rids))
+        rep.joined_step = rep.step
     return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens))
 
 
 def _decode(sim, rep, now: float):
     """One decode step of every running sequence, or () when none runs."""
-    n = rep.n_dec
-    if n == 0:
+    if rep.n_dec == 0:
         return ()
-    # every decoder attends to the shared cached prefix too (held once, read by each); static shapes pad
+    # nothing else pending (a closed loop's lone replica): the steps up to the next finish, summed at once
+    k = 1 if sim.spec is not None or sim.heap or rep.waiting else sim.decode_run(rep)
+    if k > 1:
+        n, kv = _decode_rows_kv(sim, rep)
+        growth = 0.0 if sim.static_shapes else float(rep.n_dec)
+        rep.iterations += k - 1
+        return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
+    return sim.launch(rep, now + decode_step_s(sim, rep), partial(sim.end_decode, rep))
+
+
+def _decode_rows_kv(sim, rep):
+    """(rows, KV tokens read) of a decode step: every decoder attends to the shared cached prefix too (held once,
+    read by each); static shapes pad (Simulation.decode_shape)."""
     if sim.static_shapes:
-        n, kv = sim.decode_shape(rep)
-    else:
-        kv = rep.ctx_sum + rep.cached_sum
+        return sim.decode_shape(rep)
+    return rep.n_dec, rep.ctx_sum + rep.cached_sum
+
+
+def decode_step_s(sim, rep) -> float:
+    """Seconds of one decode step of the replica's running sequences (rep.n_dec > 0)."""
+    n, kv = _decode_rows_kv(sim, rep)
     spec = sim.spec
     if spec is None:
-        # nothing else pending (a closed loop's lone replica): the steps up to the next finish, summed at once
-        k = 1 if sim.heap or rep.waiting else sim.decode_run(rep)
-        if k > 1:
-            growth = 0.0 if sim.static_shapes else float(rep.n_dec)
-            rep.iterations += k - 1
-            return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
-        return sim.launch(rep, now + sim.ct(n, n, kv, kv), partial(sim.end_decode, rep))
+        return sim.ct(n, n, kv, kv)
     # speculative: a step stands for 1/E of a verification pass (+ k drafter steps): its expected time per token
     m = n * (spec.k + 1)
     t = sim.iteration_time(m, m, kv, kv * (spec.k + 1)) + sim.spec_draft * sim.ct(n, n, kv, kv)
-    return sim.launch(rep, now + t / sim.spec_tokens, partial(sim.end_decode, rep))
+    return t / sim.spec_tokens
+
+
+# A replica's next iteration, when it is nothing but one decode step of its running sequences (no prompt to admit,
+# no chunk to run, no sequence to preempt, more steps not summed in closed form): its seconds; else None. Each
+# answers for its scheduler exactly what that scheduler's policy would run (Simulation.run_ahead relies on it).
+
+def plain_static(sim, rep):
+    return decode_step_s(sim, rep) if rep.n_dec else None
+
+
+def plain_continuous(sim, rep):
+    n = rep.n_dec
+    if rep.waiting or rep.joining or not n or rep.ctx_sum + rep.pre_kv + n > sim.cap:
+        return None  # (the policy itself ends a router's group, rep.joining, when no prompt is left to join)
+    if sim.live_plain:  # decode_step_s of live shapes without speculation, inlined (the hot path)
+        kv = rep.ctx_sum + rep.cached_sum
+        return sim.ct(n, n, kv, kv)
+    return decode_step_s(sim, rep)
+
+
+def plain_chunked(sim, rep):
+    n = rep.n_dec
+    if rep.waiting or rep.prefilling or not n or rep.ctx_sum + rep.pre_kv + n > sim.cap:
+        return None
+    kv = float(rep.win_sum if sim.static_shapes else rep.ctx_sum + rep.cached_sum)  # as chunked_iteration counts
+    return sim.ct(n, n, kv, kv)
+
+
+PLAIN_DECODE = {Scheduler.STATIC: plain_static, Scheduler.CONTINUOUS: plain_continuous,
+                Scheduler.CHUNKED: plain_chunked}
 
 
 def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):

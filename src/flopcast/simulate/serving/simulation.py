@@ -16,23 +16,27 @@ import heapq
 import math
 from collections import deque
 from functools import partial
+from operator import attrgetter
 
 from ...cost import inference as inf
 from ...errors import FlopcastError
 from ..events import Engine
+from .budget import REQUEST_WORK, BudgetSpent, WorkBudget
 from .config import Routing, Scheduler, ServingConfig
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
 from .requests import Requests
-from .schedulers import POLICIES
+from .schedulers import PLAIN_DECODE, POLICIES
 
 END, ARRIVAL = 0, 1  # event priorities: an iteration's end before an arrival at the same time
+_OUTSTANDING = attrgetter("outstanding")
+CHECK_EVERY = 64  # arrivals and launches between two looks at a run's work budget
 
 
 class Replica:
     __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "cached_sum",
                  "step",
-                 "busy", "outstanding", "iterations", "static_left", "preemptions")
+                 "busy", "outstanding", "iterations", "static_left", "preemptions", "joining", "joined_step")
 
     def __init__(self, idx):
         self.idx = idx
@@ -51,19 +55,23 @@ class Replica:
         self.iterations = 0
         self.static_left = 0
         self.preemptions = 0
+        self.joining = 0  # requests still to prefill of the group the router let join (TGI's next_batch)
+        self.joined_step = 0  # the decode step at which the last group joined
 
 
 def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
-             record: bool = False, cost: IterationCost | None = None, speed: float = 1.0) -> ServingResult:
+             record: bool = False, cost: IterationCost | None = None, speed: float = 1.0,
+             budget: WorkBudget | None = None) -> ServingResult:
     """Run the requests through `config.replicas` replicas of deployment `d`; returns latency percentiles etc.
 
-    speed: every batch iteration `speed` times as fast as the roofline says (an end of its prediction interval)."""
+    speed: every batch iteration `speed` times as fast as the roofline says (an end of its prediction interval).
+    budget: the work it may take (budget.WorkBudget, charged; BudgetSpent when it would take more)."""
     if config.replicas < 1:
         raise FlopcastError(f"--replicas must be at least 1, got {config.replicas}")
     if inf.kv_capacity_tokens(d) < 1:
         raise FlopcastError(f"{d.model.label} in {d.weights.name} does not fit in {d.system.id} with tp {d.tp}: "
                             "no memory left for a KV cache; use more chips or a smaller --weights format")
-    sim = Simulation(d, reqs, config, cost, seed, record, speed)
+    sim = Simulation(d, reqs, config, cost, seed, record, speed, budget)
     sim.run()
     return summarize(d, reqs, config, sim.outcome())
 
@@ -71,9 +79,16 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
 class Simulation:
     """One run: per-request state in lists indexed by request id, the replicas, the event engine."""
 
+    run_ahead_steps = True  # False: every batch iteration its own event (run_ahead; the tests compare both)
+    # True: only an arrival reaches a replica from outside (an open loop of colocated replicas; run_ahead)
+    replicas_independent = True
+
     def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
-                 seed: int, record: bool, speed: float = 1.0):
+                 seed: int, record: bool, speed: float = 1.0, budget: WorkBudget | None = None):
         self.d, self.config, self.record = d, config, record
+        self.work_budget = budget  # checked every CHECK_EVERY arrivals and launches, charged when the run ends
+        self.work_cap = math.inf if budget is None else budget.left
+        self.admitted, self.ticks = 0, 0
         # KV tokens a replica (a pipeline's virtual engine: d.virtual_engines per replica) holds
         self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
@@ -88,6 +103,9 @@ class Simulation:
         self.spec_tokens = d.speculation.expected_tokens if d.speculation else 1.0
         self.spec_draft = d.speculation.k * d.speculation.drafter_fraction(d.model) if d.speculation else 0.0
         self.policy = POLICIES[config.scheduler]
+        self.live_plain = not self.static_shapes and self.spec is None  # a decode step is ct(n, n, kv, kv)
+        self.plain = PLAIN_DECODE[config.scheduler]  # its next iteration's seconds when a plain decode step
+        self.sums_runs = config.scheduler != Scheduler.CHUNKED  # with nothing pending, its decode runs one event
         n = self.n = len(reqs)
         self.arr = reqs.arrival_s.tolist()
         self.inp = reqs.input_tokens.tolist()
@@ -114,6 +132,7 @@ class Simulation:
         self.events = []  # (time, kind, rid) when recorded
         self.rr = 0  # round-robin cursor
         self.in_system, self.area, self.last = 0, 0.0, 0.0
+        self.quiet_until_s = -math.inf  # nothing but an arrival can reach a replica before it (run_ahead)
 
     @property
     def engine(self) -> Engine:
@@ -127,9 +146,27 @@ class Simulation:
         self.heap = engine.pending_events
 
     def run(self) -> None:
+        self.begin()
+        self.engine.run()
+        if self.work_budget is not None:
+            self.work_budget.charge(self.work())
+
+    def begin(self) -> None:
+        """The first events: the first arrival (the rest follow one another)."""
         if self.n:
             self.engine.at(self.arr[0], partial(self.arrive, 0), ARRIVAL)
-        self.engine.run()
+
+    def work(self) -> int:
+        """Units of work done so far (budget.py): batch iterations, and REQUEST_WORK per request admitted."""
+        return sum(r.iterations for r in self.replicas) + REQUEST_WORK * self.admitted
+
+    def tick(self) -> None:
+        """Every CHECK_EVERY calls: stop the run (BudgetSpent) once its work passes what the budget had left."""
+        self.ticks += 1
+        if self.ticks % CHECK_EVERY == 0 and self.work() > self.work_cap:
+            self.work_budget.charge(self.work())
+            self.work_budget.mark_cut()
+            raise BudgetSpent(f"the simulation work budget ({self.work_budget.total:,.0f} units) is spent")
 
     def outcome(self) -> Outcome:
         reps = self.replicas
@@ -143,11 +180,17 @@ class Simulation:
         successors = self.admit(r, e.now)
         if r + 1 < self.n:
             successors += ((self.arr[r + 1], partial(self.arrive, r + 1), ARRIVAL),)
+        if self.replicas_independent:  # after the last arrival, none: the queue may then empty, and a replica left
+            # alone sums its steps in closed form (decode_run) where one that had stepped past the others would not
+            self.quiet_until_s = self.arr[r + 1] if r + 1 < self.n else -math.inf
         return successors
 
     def admit(self, r: int, now: float):
         """Request r enters the system: routed and queued, or rejected when it can never fit; () or one event."""
         self.account(now, +1)
+        self.admitted += 1
+        if self.work_budget is not None:
+            self.tick()
         if self.record:
             self.events.append((now, "arrive", r))
         rep = self.route()
@@ -166,14 +209,14 @@ class Simulation:
     def end_decode(self, rep: Replica, e: Engine, steps: int = 1):
         rep.busy = False
         self.advance_decoders(rep, e.now, steps)
-        return self.start_iteration(rep, e.now)
+        return self.run_ahead(rep, e)
 
     def end_prefill(self, rep: Replica, rids: list, tokens: int, e: Engine):
         rep.busy = False
         rep.pre_kv -= tokens
         for r in rids:
             self.join(rep, r, e.now)
-        return self.start_iteration(rep, e.now)
+        return self.run_ahead(rep, e)
 
     def end_chunked(self, rep: Replica, chunks: list, e: Engine):
         """A mixed iteration ends: the decoders advance, prompts whose last chunk ran join them."""
@@ -191,7 +234,38 @@ class Simulation:
             else:
                 still.append(entry)
         rep.prefilling = still
-        return self.start_iteration(rep, e.now)
+        return self.run_ahead(rep, e)
+
+    def run_ahead(self, rep: Replica, e: Engine):
+        """The idle replica's next iterations from e.now: while each is a plain decode step (schedulers.PLAIN_DECODE)
+        that ends before anything else can touch the replica, it runs here, with the clock moved to its end; the
+        first that is not is started as an event, as start_iteration does.
+
+        A step that finishes a request runs here only when it ends before every pending event (its finish then
+        comes in time order); one that finishes none changes nothing but the replica, so it may also pass other
+        replicas' pending iterations, up to the next arrival (`quiet_until_s`, an open loop's; only an arrival can
+        reach this replica). These are the very steps, times and finishes one event per step gives; only the event
+        queue's work is saved. run_ahead_steps = False: one event per step."""
+        heap, plain, now, quiet = self.heap, self.plain, e.now, self.quiet_until_s
+        while self.run_ahead_steps:
+            t = plain(self, rep)
+            if t is None:
+                break
+            end = now + t
+            finishes = rep.fin[0][0] <= rep.step + 1  # (or a stale entry, skipped by advance_decoders)
+            if not heap:  # nothing else can happen; but a policy that would sum the steps to the next finish does so
+                if self.sums_runs and self.decode_run(rep) > 1:
+                    break
+            elif end >= heap[0][0] and (finishes or end >= quiet):
+                return self.launch(rep, end, partial(self.end_decode, rep))
+            rep.iterations += 1
+            now = e.now = end
+            if finishes:
+                self.advance_decoders(rep, now)
+            else:  # advance_decoders, nothing to finish
+                rep.step += 1
+                rep.ctx_sum += rep.n_dec
+        return self.start_iteration(rep, now)
 
     # ------------------------------------------------------------ what the events do
 
@@ -208,15 +282,19 @@ class Simulation:
     def launch(self, rep: Replica, end_s: float, handler):
         rep.busy = True
         rep.iterations += 1
+        if self.work_budget is not None:
+            self.tick()
         return ((end_s, handler, END),)
 
     def route(self) -> Replica:
         reps = self.replicas
+        if len(reps) == 1:
+            return reps[0]
         if self.config.routing == Routing.ROUND_ROBIN:
             rep = reps[self.rr % len(reps)]
             self.rr += 1
             return rep
-        return min(reps, key=lambda x: (x.outstanding, x.idx))
+        return min(reps, key=_OUTSTANDING)  # the first of the least loaded: replicas are in index order
 
     def account(self, now: float, delta: int) -> None:
         """Requests in the system change by `delta` at `now` (for the time-average, Little's L)."""

@@ -1,0 +1,64 @@
+"""The simulation work budget (simulate/serving/budget.py): runs stop when it is spent, searches say what it cut."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flopcast import catalog
+from flopcast.cost import inference as inf
+from flopcast.plan import deploy as D
+from flopcast.simulate import serving as S
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return inf.deployment(catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge"), chips=1)
+
+
+def test_parts_charge_their_parents():
+    top = S.WorkBudget(900)
+    third = top.part(3)
+    assert third.total == 300
+    third.charge(250)
+    assert (top.spent, top.left, third.left) == (250, 650, 50)
+    half = top.part(2)  # of what is left
+    assert half.total == 325
+    top.charge(700)
+    assert top.exhausted and half.exhausted  # a part never outlives its parent
+    half.mark_cut()
+    assert half.cut and top.cut and not third.cut
+
+
+def test_a_run_stops_when_its_budget_is_spent_and_charges_what_it_did(h100):
+    reqs = S.poisson_requests(8.0, np.random.default_rng(0), n=2000, input_tokens="512", output_tokens="256")
+    free = S.WorkBudget(1e12)
+    whole = S.simulate(h100, reqs, S.ServingConfig(), budget=free)
+    assert free.spent == whole.iterations + S.REQUEST_WORK * 2000 and not free.cut
+    small = S.WorkBudget(free.spent / 4)
+    with pytest.raises(S.BudgetSpent):
+        S.simulate(h100, reqs, S.ServingConfig(), budget=small)
+    assert small.cut and small.total <= small.spent < 0.3 * free.spent
+
+
+def test_capacity_cut_short_is_a_verified_lower_bound(h100):
+    cfg = S.ServingConfig(slo_ttft_s=2.0, slo_tpot_s=0.05)
+    free = S.WorkBudget(1e12)
+    q_full, r_full = S.find_capacity(h100, cfg, requests=200, iterations=6, budget=free)
+    budget = S.WorkBudget(free.spent / 2)
+    q, r = S.find_capacity(h100, cfg, requests=200, iterations=6, budget=budget)
+    assert budget.cut and 0 < q < q_full
+    assert r.slo_attainment >= S.ATTAINMENT  # the rate returned was simulated and met the SLOs
+    assert r_full.slo_attainment >= S.ATTAINMENT
+
+
+def test_deploy_within_its_budget_says_what_was_cut():
+    m, s = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge")
+    slo = S.ServingConfig(slo_ttft_s=2.0, slo_tpot_s=0.05)
+    budget = S.WorkBudget(400_000)
+    o = D.deploy(m, s, slo, weights=("bf16",), kv_dtypes=("bf16",), max_seqs=(128, 256), requests=200,
+                 budget=budget)
+    assert budget.cut and o.budget["cut"] and "cut the search" in o.budget_note
+    assert budget.spent < 1.5 * budget.total  # at most the runs in flight pass it, by a check interval
+    assert o.best is not None  # the best-bounded candidates are simulated first
+    assert sum(v for k, v in o.pruned.items() if "budget" in k) >= 1
