@@ -327,7 +327,7 @@ def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
                          software=case.software)
     if out is None or out.n_fit == 0:
         out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
-                                software=case.software)
+                                software=case.software, keep=1)
     if out.n_fit == 0:
         if out.batch.size and out.results:
             i = int(np.argmin(out.results["memory_bytes"]))
