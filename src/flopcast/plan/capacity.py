@@ -143,7 +143,7 @@ class _Sizer:
         out = bounded.search(self.model, self.system, chips, self.cal, self.search_space, self.table, cutoff=cutoff)
         if out is None:  # the bound did not hold for some layout: the exhaustive search decides
             return search_mod.search(self.model, self.system, chips, self.cal, self.search_space,
-                                     objective="throughput", progress=self.progress)
+                                     objective="throughput", progress=self.progress, keep=1)
         if self.progress is not None and not isinstance(out, bounded.Beyond):
             self.progress.add_total(out.considered)  # every candidate judged: evaluated or bounded away
             self.progress.update(out.considered)
@@ -183,7 +183,7 @@ def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
     """One phrase: memory when valid layouts exist (with the smallest footprint), else the rules."""
     if out.batch.size and out.results:
         need = float(np.min(out.results["memory_bytes"]))
-        return (f"no layout fits in memory: the smallest of {out.batch.size:,} valid layouts needs "
+        return (f"no layout fits in memory: the smallest of {out.n_valid:,} valid layouts needs "
                 f"{need / GiB:,.1f} GiB of {system.chip.memory / GiB:,.1f} GiB per chip")
     return f"no valid layout ({search_mod.rejection_summary(out.rejected) or 'no candidates'})"
 
@@ -358,7 +358,7 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
             continue
         if progress is not None:
             progress.note(f"searching {system.id}")
-        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress)
+        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress, keep=1)
         if s.n_fit == 0:
             out[system.id] = why_nothing_fits(s, system)
             continue
