@@ -269,10 +269,10 @@ def validate_inference(path, calibration=None) -> dict:
 
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
-    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_overhead_s": (1e-6, 1e-2),
+    "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_bytes_per_s": (1e9, 1e13),
     "moe_expert_overhead_s": (1e-8, 1e-3),
 }
-FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_overhead_s": inf.STATIC_SHAPE_FAMILIES,
+FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_bytes_per_s": inf.STATIC_SHAPE_FAMILIES,
                "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family

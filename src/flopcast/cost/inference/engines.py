@@ -23,8 +23,9 @@ class EngineEfficiency:
     layer_overhead_s: float = 20e-6  # fixed cost per layer per forward pass (launches, syncs)
     request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
     thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
-    # static-shape engines: fixed seconds per expert block of the blockwise MoE context-encoding kernel (roofline.py)
-    moe_block_overhead_s: float = 0.0
+    # static-shape engines: the rate at which the blockwise MoE context-encoding kernel moves each expert block's
+    # token rows (gathered in, accumulated out: roofline.moe_block_time); 0: no such kernel
+    moe_block_bytes_per_s: float = 0.0
     # static-shape engines: fixed seconds per expert a decode pass's MoE kernel runs (touched experts, roofline.py)
     moe_expert_overhead_s: float = 0.0
 
@@ -35,11 +36,12 @@ ENGINE_FAMILIES = ("llama.cpp", "neuronx", "neuronx-v3", "gpu")
 # Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
 # (a 256-bit SVE dot-product step takes 64 4-bit weights in ~2 instructions plus unpacking and
 # scaling: ~6.6 weights/cycle reached at 2 threads in PR 11917, 4.86 tok/s x 7.1 G weights / 2 / 2.6 GHz).
-# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%.
+# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%. Neuron's MoE block rate: 126 GB/s, i.e.
+# 0.1 ms a block at hidden 4096 (a guess; the fit moves it, the MoE rows of one source set it).
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
-    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 1e-4, 5e-6),
-    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 1e-4, 5e-6),
+    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 126e9, 5e-6),
+    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 126e9, 5e-6),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
 

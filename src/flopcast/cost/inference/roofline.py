@@ -92,18 +92,23 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
 
 MOE_BLOCK_TOKENS = 512  # NxD Inference's default block size of the blockwise MoE matmul (blockwise_matmul_config)
 MOE_BLOCKWISE_ABOVE = 128  # passes of more tokens take the context-encoding (CTE) kernel ("T > 128")
+MOE_BLOCK_ROWS_MOVED = 3  # per block: its token rows gathered in, and the output rows read and written to accumulate
 
 
 def moe_block_time(d: Deployment, new_tokens):
-    """Seconds of fixed cost of the blockwise MoE kernel a static-shape engine runs in context encoding.
+    """Seconds the blockwise MoE kernel a static-shape engine runs in context encoding spends moving its blocks.
 
     Neuron's MoE context-encoding kernel (NKI library, "MoE CTE Kernel": blockwise matrix multiplication,
-    tokens pre-assigned to blocks) gives each expert its tokens in blocks of MOE_BLOCK_TOKENS; with T tokens
-    routed top-k over E experts at most E - 1 blocks are partly filled, so a layer runs
-    ceil(T k / block) + E - 1 blocks, each with a fixed cost (loading its expert's weights, the loop) that
-    the engine family's `moe_block_overhead_s` holds (fitted on the Neuron MoE rows). A decode pass (at most
-    MOE_BLOCKWISE_ABOVE tokens) runs each expert its tokens touch once, each with `moe_expert_overhead_s`
-    (fitted likewise). Other engines: 0."""
+    tokens pre-assigned to blocks by token_position_to_id, results accumulated across blocks) gives each expert
+    its tokens in blocks of MOE_BLOCK_TOKENS; with T tokens routed top-k over E experts at most E - 1 blocks are
+    partly filled, and the kernel "loops over all blocks, without considering they are padded or non-padded", so
+    a layer runs ceil(T k / block) + E - 1 full blocks. Each block gathers its token rows of the hidden state
+    ([block, H]) and accumulates its output rows ([block, H], read and written) on every tensor-parallel rank
+    (tensor parallelism splits the experts' intermediate dimension, not H), so a block costs
+    MOE_BLOCK_ROWS_MOVED x block x H x 2 bytes at the engine family's `moe_block_bytes_per_s` (fitted on the
+    Neuron MoE rows), whatever the TP degree: Qwen3-30B-A3B (H 2,048) spends half of what Qwen3-235B-A22B (H
+    4,096) does a block. A decode pass (at most MOE_BLOCKWISE_ABOVE tokens) runs each expert its tokens touch
+    once, each with `moe_expert_overhead_s` (fitted likewise). Other engines: 0."""
     t = np.asarray(new_tokens, dtype=float)
     if not uses_moe_blocks(d):
         return 0.0 * t
@@ -111,7 +116,8 @@ def moe_block_time(d: Deployment, new_tokens):
     e = m.moe
     blocks = np.ceil(t * e.topk / MOE_BLOCK_TOKENS) + e.experts - 1
     touched = e.experts * (1.0 - (1.0 - e.topk / e.experts) ** np.maximum(t, 1.0))  # as _mlp_weights
-    return m.moe_layers * np.where(t > MOE_BLOCKWISE_ABOVE, blocks * eff.moe_block_overhead_s,
+    block_s = MOE_BLOCK_ROWS_MOVED * MOE_BLOCK_TOKENS * m.hidden * 2.0 / eff.moe_block_bytes_per_s
+    return m.moe_layers * np.where(t > MOE_BLOCKWISE_ABOVE, blocks * block_s,
                                    touched * eff.moe_expert_overhead_s)
 
 
@@ -119,7 +125,7 @@ def uses_moe_blocks(d: Deployment) -> bool:
     """Whether the deployment's MoE kernels carry a fixed cost per block (prefill) or per expert run (decode)."""
     eff = d.efficiency
     return (bool(d.model.moe) and d.family in STATIC_SHAPE_FAMILIES
-            and (eff.moe_block_overhead_s > 0 or eff.moe_expert_overhead_s > 0))
+            and (eff.moe_block_bytes_per_s > 0 or eff.moe_expert_overhead_s > 0))
 
 
 def prefill_time(d: Deployment, batch, input_tokens, cached_tokens=0):
