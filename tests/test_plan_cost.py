@@ -105,3 +105,19 @@ def test_compare_and_reliability_text_name_the_price_kind(capsys):
                  "--trials", "10", "--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "16"]) in (0, None)
     out = capsys.readouterr().out
     assert "USD/h per instance (capacity-block)" in out and "MWh with faults" in out
+
+
+def test_one_default_token_budget_everywhere(capsys):
+    """train, compare and reliability default to 20 tokens per parameter of the model asked for (not only for
+    the built-in scenario), as plan does with 'chinchilla'."""
+    lay = ["--tp", "8", "--pp", "1", "--micro-batch", "1", "--global-batch", "8"]
+    want = api.default_tokens(api.resolve_model("llama2-7b"))
+    got = {}
+    for cmd in (["train", "llama2-7b", "-H", "p5.48xlarge", "--chips", "8"],
+                ["compare", "llama2-7b", "-H", "p5.48xlarge", "--chips", "8"],
+                ["reliability", "llama2-7b", "-H", "p5.48xlarge", "--chips", "8", "--trials", "5"]):
+        assert main(cmd + lay + ["--json"]) in (0, None)
+        d = json.loads(capsys.readouterr().out)
+        got[cmd[0]] = d.get("tokens") or (d.get("train") or {}).get("tokens")
+    assert got == {"train": want, "compare": want, "reliability": want}
+    assert api.args.tokens("chinchilla", api.resolve_model("llama2-7b")) == want
