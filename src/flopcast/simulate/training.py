@@ -439,7 +439,9 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     rc = c.lb.recompute
     rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
                                np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
-                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model), 0.0)))
+                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model)
+                                                 + (0.0 if c.software.flash_attention
+                                                    else _attention_flops_per_token(model) / 3.0), 0.0)))
     return dict(
         step_time_s=step,
         time_parts=parts,
