@@ -467,7 +467,7 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
         out = bounded.search(m, system, chips, cal, space, table, software=software)
     if out is None:
         out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
-                                tokens=tokens, software=software)
+                                tokens=tokens, software=software, keep=1)
     elif progress is not None:
         progress.add_total(out.considered)
         progress.update(out.considered)

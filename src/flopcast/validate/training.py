@@ -349,7 +349,7 @@ def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
                          software=case.software)
     if out is None or out.n_fit == 0:
         out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
-                                software=case.software)
+                                software=case.software, keep=1)
     if out.n_fit == 0:
         if out.batch.size and out.results:
             i = int(np.argmin(out.results["memory_bytes"]))
@@ -366,9 +366,17 @@ def predict(case: Case, layout: Layout, cal: Calibration) -> float:
 
 def predict_columns(case: Case, layout: Layout, cal: Calibration, k: int) -> np.ndarray:
     """Tokens/s/chip of one layout under k calibrations at once: cal's parameters are arrays of k values."""
-    lb = LayoutBatch.of([layout]).take(np.zeros(k, dtype=int))
-    res = training.evaluate(case.model, case.system, lb, cal, software=case.software, dedupe=False)
-    return np.asarray(res["tokens_per_s"], dtype=float) / case.chips
+    return predict_rows([case], [layout], cal, k)[0]
+
+
+def predict_rows(cases: list[Case], layouts: list[Layout], cal: Calibration, k: int) -> np.ndarray:
+    """(rows, k) tokens/s/chip of several rows of one model, system and software under k calibrations: cal's
+    parameters are arrays of len(cases) x k values, the k of each row in turn (np.tile of the k columns)."""
+    lb = LayoutBatch.of(layouts).take(np.repeat(np.arange(len(layouts)), k))
+    c = cases[0]
+    rate = training.tokens_per_s(c.model, c.system, lb, cal, software=c.software, dedupe=False)
+    chips = np.array([x.chips for x in cases], dtype=float)
+    return np.asarray(rate, dtype=float).reshape(len(cases), k) / chips[:, None]
 
 
 @dataclass
