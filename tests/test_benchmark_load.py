@@ -237,3 +237,12 @@ def test_the_serving_schema_declares_every_load_column():
     from flopcast.validate import benchmark, inference
 
     assert set(benchmark.LOAD_COLUMNS) <= set(inference.SERVING.columns)
+
+
+def test_published_inference_runs_every_row_predicted_and_held_out():
+    from flopcast.validate.rows import SHIPPED
+
+    res = validate_inference("published_inference_runs")
+    assert res["summary"]["n_skipped"] == 0
+    assert {r["run_id"] for r in res["rows"] if r["status"] == "ok"} >= {"pt-1", "pt-2", "pi-inf2-1", "pi-trn1-40"}
+    assert "published_inference_runs.csv" not in SHIPPED["inference"]  # the holdout stays out of the fit

@@ -157,6 +157,7 @@ SHIPPED = {
     "training": ("calibration_runs.csv", "more_training_runs.csv"),
     "inference_runs": ("inference_runs.csv",),
     "more_inference_runs": ("more_inference_runs.csv",),
+    "published_inference_runs": ("published_inference_runs.csv",),
     "inference": ("inference_runs.csv", "more_inference_runs.csv"),
 }
 
