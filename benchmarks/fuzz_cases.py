@@ -6,6 +6,7 @@ endpoints. `case(rng, run_dir)` writes the run's files under run_dir and returns
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import dataclass, field
@@ -140,6 +141,37 @@ FILE_FIELDS = {
     "system": ["chips_per_node", "price_per_hour", "capacity_block_price_per_hour", "tiers", "vcpus", "chip",
                "sources", "memory"],
 }
+NESTED = {  # a valid nested value as (key, value) pairs, and the other keys its entry declares
+    "moe": ({"experts": "8", "topk": "2", "expert_ffn": "14336"}, ["shared_experts", "shared_ffn", "dense_layers",
+            "layer_freq", "groups", "topk_groups", "capacity_factor", "imbalance"]),
+    "mla": ({"q_lora_rank": "1536", "kv_lora_rank": "512", "qk_nope_head_dim": "128", "qk_rope_head_dim": "64",
+             "v_head_dim": "128"}, []),
+    "sliding_window": ({"window": "4096"}, ["every"]),
+    "tiers": ({"name": "a", "size": "8", "topology": "torus2d", "dims": "[2, 4]", "bandwidth": "450 GB/s",
+               "latency": "2 us"}, ["scale_out"]),
+    "peak_flops": ({"bf16": "667 TFLOP/s"}, ["fp8", "fp16", "int8", "nvfp4"]),
+    "mamf": ({"bf16": "600 TFLOP/s"}, ["fp8"]),
+}
+NESTED_VALUES = HOSTILE_VALUES + ["2 us", "1e30 GB/s", "switch", "torus9d", "[0, 4]", "[1e30]", "-2 us", "1 h"]
+
+
+def _entry_fields() -> dict:
+    """Every field the model, chip and system entries declare (catalog/entries.py), and the typos above."""
+    from flopcast.catalog import entries
+
+    declared = {"model": entries.ModelEntry, "chip": entries.ChipEntry, "system": entries.SystemEntry}
+    return {k: sorted(set(FILE_FIELDS[k]) | {f.name for f in dataclasses.fields(cls)}) for k, cls in declared.items()}
+
+
+def _nested(rng: random.Random, name: str) -> str:
+    """A nested value with one key given a hostile value (or an unknown key added), as YAML flow."""
+    given, others = NESTED[name]
+    d = dict(given)
+    d[rng.choice(list(given) + others + ["bogus_key"])] = rng.choice(NESTED_VALUES)
+    text = "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+    return f"[{text}]" if name == "tiers" else text
+
+
 BASES = {"model": ["llama3-8b", "mixtral-8x7b", "gpt3-175b"], "chip": ["trainium2", "h100-sxm", "graviton4"],
          "system": ["p5.48xlarge", "trn2.48xlarge", "c8g.16xlarge"]}
 
@@ -185,7 +217,11 @@ def user_file(rng: random.Random, folder: Path, kind: str) -> Path:
     if rng.random() < 0.2:
         return _structural(rng, folder, rng.choice([".yaml", ".yml", ".toml"]))
     lines = [] if rng.random() < 0.1 else [f"base: {rng.choice(BASES[kind])}"]
-    for f in rng.sample(FILE_FIELDS[kind], rng.randint(1, 4)):
+    fields = _entry_fields()[kind]
+    for f in rng.sample(fields, rng.randint(1, 4)):
+        if f in NESTED and rng.random() < 0.6:
+            lines.append(f"{f}: {_nested(rng, f)}")
+            continue
         values = QUANTITIES.get(f, HOSTILE_VALUES)
         lines.append(f"{f}: {rng.choice(values)}")
     if rng.random() < 0.5:  # one field on a valid base, so an earlier refusal does not hide a later field's fault

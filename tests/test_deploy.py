@@ -14,8 +14,9 @@ SLO = S.ServingConfig(slo_ttft_s=2.0, slo_tpot_s=0.05)
 
 @pytest.fixture(scope="module")
 def p5():
-    return D.deploy(catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge"), SLO,
-                    weights=("bf16",), kv_dtypes=("bf16",), max_seqs=(128, 256), requests=200)
+    """`flopcast deploy llama3-8b --hardware p5.48xlarge --slo-ttft 2s --slo-tpot 50ms` (every format, max batch and
+    xPyD unit it searches by default)."""
+    return api.deploy("llama3-8b", "p5.48xlarge", slo_ttft="2s", slo_tpot="50ms").systems["p5.48xlarge"]
 
 
 def test_multi_replica_beats_one_tp8_replica_on_p5(p5):

@@ -87,3 +87,20 @@ def test_deploy_trace_and_html(capsys, tmp_path):
     html = page.read_text()
     assert "<svg" in html and "Simulated deployments" in html
     assert main(["deploy", "llama3-8b", "-H", "p5.48xlarge", "--trace", str(trace), "--input-tokens", "5"]) == 2
+
+
+def test_compare_serve_runs_the_best_deployment_disaggregated_too(capsys):
+    """compare --serve serves each system with deploy's best, here an xPyD unit filling the instance."""
+    from flopcast.cli.plan import _print_serving
+
+    res = api.compare("llama3-8b", "p5.48xlarge", serve=True, weights="fp8", kv_dtype="fp8", slo_ttft="0.5s",
+                      slo_tpot="15ms", input_tokens="1024", output_tokens="256", requests=200)
+    p = res.systems["p5.48xlarge"]
+    assert p.split is not None and p.chips == 8 and p.capacity
+    d = p.to_dict()
+    assert d["disaggregated"]["chips"] == 8 and d["replicas"] == d["disaggregated"]["prefill_replicas"] + \
+        d["disaggregated"]["decode_replicas"]
+    assert d["slo_attainment"] >= S.ATTAINMENT and d["cost_per_million_output_tokens_usd"] > 0
+    json.dumps(res.to_dict())
+    _print_serving(res)
+    assert f"{p.split.prefill_replicas}P{p.split.decode_replicas}D" in capsys.readouterr().out

@@ -39,6 +39,23 @@ def test_deepspeed_limits_the_zero3_prefetch_whatever_the_date():
     assert math.isinf(fsdp_2021.zero3_prefetch_params) and fsdp_2021.zero3_gathers_per_layer == 1
 
 
+def test_axlearn_fuji_attention_is_unfused_before_its_flash_variant():
+    """AXLearn's fuji configurations gained fused attention on 4 June 2024 (apple/axlearn#506): a fuji figure
+    dated before runs XLA's unfused attention; other frameworks of that date keep FlashAttention."""
+    axlearn = {**ROW, "framework": "axlearn"}
+    assert not vt.software_of({**axlearn, "date": "2024-06-03"}).flash_attention
+    assert vt.software_of({**axlearn, "date": "2024-06-04"}).flash_attention
+    assert vt.software_of({**ROW, "date": "2024-06-03", "framework": "megatron"}).flash_attention
+    assert vt.software_of({**axlearn, "source": "fuji-comment"}).flash_attention  # undated: today's software
+
+
+def test_axlearn_rows_are_dated_by_the_commit_of_their_comment():
+    cases, _ = vt.load_cases("more_training_runs")
+    fuji = {c.run_id: c for c in cases if c.source == "axlearn-fuji-code-comment"}
+    assert {r for r, c in fuji.items() if not c.software.flash_attention} == {"d-1", "d-2", "d-3", "d-4", "d-5",
+                                                                               "d-10"}
+
+
 def test_deepspeed_zero3_exposes_more_of_its_gathers_than_fsdp():
     model, system, cal = catalog.load_model("gpt3-175b"), catalog.system_for("a100-80gb"), catalog.calibration()
     lay = Layout(tp=1, pp=1, dp=512, micro_batch=2, global_batch=1024, recompute=Recompute.FULL,
@@ -75,3 +92,31 @@ def test_a_csv_with_the_framework_column_is_read(tmp_path):
 
     res = api.validate(str(f))
     assert res.to_dict()["summary"]["n_ok"] == 1
+
+
+def test_a_stated_attention_cell_overrides_the_date(tmp_path):
+    """The `attention` column (fused / unfused) says what the run's launch script used; neuronx-nemo-megatron's
+    scripts of Neuron 2.13-2.15 offer no fused attention, and state full (Llama) or selective (GPT)
+    recomputation."""
+    cases, _ = vt.load_cases("more_training_runs")
+    neuron = {c.run_id: c for c in cases if c.source == "Neuron-trn1-trn1_trn1n_nlp_data"}
+    assert {r for r, c in neuron.items() if not c.software.flash_attention} == {"d-15", "d-16", "d-17"}
+    assert neuron["d-16"].space.recompute == (Recompute.FULL,)
+    assert neuron["d-15"].space.recompute == (Recompute.SELECTIVE,)
+    lines = open("validation/more_training_runs.csv", newline="").read().splitlines()
+    row = next(line for line in lines if line.startswith("d-16,"))
+    (tmp_path / "runs.csv").write_text("\n".join([lines[0], row.replace(",unfused", ",maybe")]) + "\n")
+    _, skipped = vt.load_cases(str(tmp_path / "runs.csv"))
+    assert any("attention 'maybe'" in k.reason for k in skipped)
+
+
+def test_unfused_attention_is_slower_and_holds_its_scores():
+    import dataclasses
+    model, system, cal = catalog.load_model("llama2-7b"), catalog.system_for("trn1"), catalog.calibration()
+    lay = LayoutBatch.of([Layout(tp=4, pp=1, dp=64, micro_batch=1, global_batch=1024, recompute=Recompute.NONE,
+                                 sharding=Sharding.ZERO1, dtype=Dtype.BF16)])
+    fused = training.evaluate(model, system, lay, cal)
+    unfused = training.evaluate(model, system, lay, cal,
+                                software=dataclasses.replace(training.MODERN_SOFTWARE, flash_attention=False))
+    assert unfused["step_time_s"][0] > fused["step_time_s"][0]
+    assert unfused["memory_parts"]["activations"][0] > fused["memory_parts"]["activations"][0]

@@ -65,3 +65,10 @@ def test_a_benchmark_load_cell_out_of_its_range_is_one_sentence(col, value):
         benchmark.load_of(row, 1)
     assert col in str(err.value) and "\n" not in str(err.value)
     assert benchmark.load_of({"load": "synchronous", "duration_s": "60"}, 1)[0].duration_s == 60.0
+
+
+def test_search_top_is_a_list_a_person_reads(capsys):
+    """--top 1e6 built a million forecasts (minutes); at most 1,000 now, one sentence past it."""
+    assert main(["search", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", "--top", "1001"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--top '1001' is out of range" in err and "1,000" in err, err

@@ -182,6 +182,17 @@ def test_moe_user_files_train_infer_and_serve(tmp_path, capsys, text, moe_layers
     assert s
 
 
+def test_validation_rows_state_interleave_and_shared_experts():
+    """Llama 4 Maverick's row states its interleave and shared expert (moe_layer_freq 2, moe_shared_experts 1): the
+    row-built model has 24 MoE layers and about the published 400B parameters, not 48 MoE layers and twice that."""
+    from flopcast.validate import training as vt
+    cases = {c.run_id: c for c in vt.load_cases("validation/more_training_runs.csv")[0]}
+    maverick, scout = cases["d-50"].model, cases["d-51"].model
+    assert (maverick.moe_layers, maverick.dense_layers, maverick.moe.shared_experts) == (24, 24, 1)
+    assert (scout.moe_layers, scout.moe.shared_experts) == (48, 1)
+    assert params.total_params(maverick) == pytest.approx(400e9, rel=0.05)
+
+
 # Expert tensor parallelism decoupled from the attention's (Megatron-Core --expert-tensor-parallel-size; MoE
 # Parallel Folding, Liu et al. 2025, arXiv:2504.14960)
 ETP_LAYOUT = dict(tp=4, pp=1, dp=4, ep=4, micro_batch=1, global_batch=64, sequence_parallel=True, recompute="none",

@@ -26,11 +26,31 @@ def gpt():
 def test_mlp_recompute_drops_the_gelu_input_and_output_of_table2(gpt, t):
     """Korthikanti et al. 2022 sec. 4.1: the MLP keeps 2sbh (first linear's input), 8sbh (GeLU input), 8sbh
     (second linear's input) and sbh (dropout mask); recomputing the MLP keeps its input and the mask, so the
-    layer drops 16sbh/t from sbh (10 + 24/t + 5as/(ht)) without sequence parallelism."""
+    layer drops 16sbh/t from sbh (10 + 24/t + 5as/(ht)) without sequence parallelism. With attention unfused,
+    MLP recomputation as AXLearn's default remat policy saves it (q, k, v, context, output projection) keeps
+    no scores either: their 5as/(ht) is recomputed from Q and K."""
     s, b, h, a = 2048, 1, gpt.hidden, gpt.heads
-    expected = s * b * h * (10 + 8 / t + 5 * a * s / (h * t))
+    table2 = layer_activation_bytes(gpt, s, b, t, sp=False, recompute=Recompute.NONE, moe_layer=False, flash=False)
+    assert table2 == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), rel=1e-9)
     got = layer_activation_bytes(gpt, s, b, t, sp=False, recompute=Recompute.MLP, moe_layer=False, flash=False)
-    assert got == pytest.approx(expected, rel=1e-9)
+    assert got == pytest.approx(s * b * h * (10 + 8 / t), rel=1e-9)
+
+
+def test_mlp_recompute_of_unfused_attention_repeats_its_scores():
+    """Without fused attention, MLP recomputation repeats the attention core's forward too (its scores are not
+    kept); with flash attention it repeats the MLP alone. The hardware FLOPs count the repeated attention."""
+    m, system, cal = catalog.load_model("llama2-7b"), catalog.system_for("p5.48xlarge"), catalog.calibration()
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=8, micro_batch=4, global_batch=32, recompute=Recompute.MLP,
+                                 sharding=Sharding.ZERO3, sequence_parallel=False)])
+    fused = training.evaluate(m, system, lay, cal)
+    unfused = training.evaluate(m, system, lay, cal, software=dataclasses.replace(training.MODERN_SOFTWARE,
+                                                                                  flash_attention=False))
+    assert unfused["time_parts"]["recompute"][0] > 1.2 * fused["time_parts"]["recompute"][0]
+
+    def rec_flops_per_token(res):
+        return (res["hfu"][0] - res["mfu"][0]) * res["peak_flops"][0] * res["chips"][0] / res["tokens_per_s"][0]
+    extra = rec_flops_per_token(unfused) - rec_flops_per_token(fused)
+    assert extra == pytest.approx(training._attention_flops_per_token(m) / 3, rel=1e-6)
 
 
 def test_mlp_recompute_holds_between_none_and_full():

@@ -62,3 +62,15 @@ def test_deploy_within_its_budget_says_what_was_cut():
     assert budget.spent < 1.5 * budget.total  # at most the runs in flight pass it, by a check interval
     assert o.best is not None  # the best-bounded candidates are simulated first
     assert sum(v for k, v in o.pruned.items() if "budget" in k) >= 1
+
+
+def test_deploy_shortens_the_first_runs_rather_than_simulate_nothing():
+    """Loose targets and long answers: full capacity runs cost more than the whole budget; the best-bounded candidate
+    still runs, on shorter runs, and the note says how short."""
+    m, s = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge")
+    o = D.deploy(m, s, S.ServingConfig(slo_ttft_s=60.0, slo_tpot_s=1.0), output_tokens="4000", weights=("fp8",),
+                 kv_dtypes=("fp8",), max_seqs=(256,), requests=100, disaggregate=False,
+                 budget=S.WorkBudget(500_000))
+    assert o.best is not None and len(o.simulated) == 1
+    assert "with runs of at most" in o.budget_note
+    assert o.best.result.requests <= int(o.budget_note.split("at most ")[1].split(" ")[0].replace(",", ""))

@@ -45,7 +45,9 @@ LIMITS = {
     "chips": Bound(1, 1e8), "tp": Bound(1, 65_536), "pp": Bound(1, 10_000), "dp": Bound(1, 1e8),
     "cp": Bound(1, 65_536), "ep": Bound(1, 65_536), "etp": Bound(1, 65_536), "vp": Bound(1, 10_000),
     "micro_batch": Bound(1, 1e6),
-    "global_batch": Bound(1, 1e9), "seq_len": Bound(1, 2**27), "top": Bound(1, 1e6),
+    # top: a ranked list a person reads; each layout is a whole forecast (~0.5 ms and a few kB of JSON), so a
+    # million of them took minutes
+    "global_batch": Bound(1, 1e9), "seq_len": Bound(1, 2**27), "top": Bound(1, 1_000),
     "tokens": Bound(0, 1e17, integer=False, open_low=True),
     # serving
     "input_tokens": Bound(1, 2**27), "output_tokens": Bound(1, 2**27), "requests": Bound(1, 1e7),

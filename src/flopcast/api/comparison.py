@@ -9,7 +9,7 @@ from ..cost import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.workload import Model
-from ..plan import capacity, forecast
+from ..plan import forecast, serve_compare
 from ..simulate import serving as S
 from . import args
 from .args import python_errors
@@ -19,7 +19,7 @@ from .training import CompareResult, compare_training
 
 @dataclass(frozen=True)
 class CompareServingResult(Tabular):
-    """Each system serving the model at the same SLOs: {system id: plan.capacity.ServingPoint, or why not}."""
+    """Each system serving the model at the same SLOs: {system id: plan.serve_compare.ServingPoint, or why not}."""
 
     model: Model
     config: S.ServingConfig
@@ -56,10 +56,10 @@ def _compare_serving(model, systems, *, chips, qps, input_tokens, output_tokens,
         raise FlopcastError(f"`requests` must be at least 10, got {requests}")
     m = model if isinstance(model, Model) else catalog.load_model(model)
     cfg = config(scheduler=scheduler, slo_ttft=slo_ttft, slo_tpot=slo_tpot)
-    out = capacity.compare_serving(m, systems, cfg, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype, qps=qps,
-                                   requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
-                                   seed=seed, progress=progress,
-                                       inference_calibration=calibrations.serving(calibration))
+    out = serve_compare.compare_serving(m, systems, cfg, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                                        qps=qps, requests=requests, input_tokens=input_tokens,
+                                        output_tokens=output_tokens, seed=seed, progress=progress,
+                                        inference_calibration=calibrations.serving(calibration))
     return CompareServingResult(m, cfg, input_tokens, output_tokens, qps, out)
 
 

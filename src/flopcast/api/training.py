@@ -129,11 +129,11 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
     t0 = time.perf_counter()
     software = software_for(cuda_graphs)
     out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress,
-                            software=software)
+                            software=software, keep=top)
     wall = time.perf_counter() - t0
     best = tuple(forecast.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
                  for i in out.order[:top])
-    return SearchResult(m, system, chips, objective, out.considered, out.batch.size, out.n_fit, wall,
+    return SearchResult(m, system, chips, objective, out.considered, out.n_valid, out.n_fit, wall,
                         dict(out.rejected), best, n_tokens)
 
 

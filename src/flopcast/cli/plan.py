@@ -307,7 +307,7 @@ def _print_serving(res) -> None:
     priced = [k for k, v in ok.items() if v.result.cost_per_million_output_tokens_usd is not None]
     best = min(priced, key=lambda k: ok[k].result.cost_per_million_output_tokens_usd) if priced else None
     ms = lambda s: None if s is None else 1e3 * s
-    rows = [("deployment", lambda p: f"{p.deployment.replicas} x TP{p.deployment.tp}, {p.deployment.weights.name}"),
+    rows = [("deployment", lambda p: p.label),
             ("capacity req/s" if qps is None else "offered req/s", lambda p: _num(p.qps)),
             ("served req/s", lambda p: _num(p.result.throughput_requests_per_s)),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
@@ -328,6 +328,8 @@ def _print_serving(res) -> None:
         echo(f"cheapest per output token: {best} (${ok[best].result.cost_per_million_output_tokens_usd:.3f} "
                    "per million output tokens)")
     for n, v in ok.items():
-        for note in v.deployment.assumptions:
+        if v.budget_note:
+            echo(f"{n}: {v.budget_note}")
+        for note in v.replica.assumptions:
             echo(f"{n}: {note}")
 

@@ -89,7 +89,7 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     input, the attention output (projection input) and the MLP's second-GEMM input; an MoE layer's
     router reads its input in 16 bits, its experts' permuted inputs and second-GEMM inputs are FP8.
     Selective recomputation of an MLA model follows DeepSeek-V3's recipe (`_kept_elems`); MLP recomputation
-    keeps attention's activations and the MLP's input only.
+    keeps attention's activations (but an unfused attention's scores) and the MLP's input only.
     quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     etp (array or float): the experts' tensor-parallel degree (an MoE layer's routed terms, `_kept_elems`).
     """
@@ -112,7 +112,10 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         kept = np.where(recompute == Recompute.MLP, per_token(False, True), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
-    keep_scores = np.where((recompute == Recompute.NONE) | (recompute == Recompute.MLP), scores, 0.0)
+    # MLP recomputation saves the q/k/v projections, the context and the output projection (AXLearn's default
+    # remat policy, attention.build_remat_spec: save_only_these_names q_proj, k_proj, v_proj, context, o_proj), not
+    # an unfused attention's scores, which its backward recomputes from Q and K
+    keep_scores = np.where(recompute == Recompute.NONE, scores, 0.0)
     full = s * b * ACT_BYTES * h / np.where(sp, t, 1)
     partial = s * b * (kept + keep_scores + stats)
     return np.where(recompute == Recompute.FULL, full, partial)

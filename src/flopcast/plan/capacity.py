@@ -143,7 +143,7 @@ class _Sizer:
         out = bounded.search(self.model, self.system, chips, self.cal, self.search_space, self.table, cutoff=cutoff)
         if out is None:  # the bound did not hold for some layout: the exhaustive search decides
             return search_mod.search(self.model, self.system, chips, self.cal, self.search_space,
-                                     objective="throughput", progress=self.progress)
+                                     objective="throughput", progress=self.progress, keep=1)
         if self.progress is not None and not isinstance(out, bounded.Beyond):
             self.progress.add_total(out.considered)  # every candidate judged: evaluated or bounded away
             self.progress.update(out.considered)
@@ -183,7 +183,7 @@ def why_nothing_fits(out: search_mod.SearchOutcome, system: System) -> str:
     """One phrase: memory when valid layouts exist (with the smallest footprint), else the rules."""
     if out.batch.size and out.results:
         need = float(np.min(out.results["memory_bytes"]))
-        return (f"no layout fits in memory: the smallest of {out.batch.size:,} valid layouts needs "
+        return (f"no layout fits in memory: the smallest of {out.n_valid:,} valid layouts needs "
                 f"{need / GiB:,.1f} GiB of {system.chip.memory / GiB:,.1f} GiB per chip")
     return f"no valid layout ({search_mod.rejection_summary(out.rejected) or 'no candidates'})"
 
@@ -358,7 +358,7 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
             continue
         if progress is not None:
             progress.note(f"searching {system.id}")
-        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress)
+        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress, keep=1)
         if s.n_fit == 0:
             out[system.id] = why_nothing_fits(s, system)
             continue
@@ -366,114 +366,3 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
         out[system.id] = result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
                                      summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
     return out
-
-
-@dataclass(frozen=True)
-class ServingPoint:
-    """One system serving one model at the SLOs: its capacity and what a token costs there."""
-
-    system: System
-    deployment: object  # cost.inference.Deployment
-    qps: float  # the load simulated: capacity at the SLOs, or the user's rate
-    capacity: bool  # qps was found by find_capacity
-    result: object  # simulate.serving.ServingResult at qps
-
-    def to_dict(self) -> dict:
-        d = self.deployment
-        out = {"system": self.system.id, "chips": d.chips * d.replicas, "tp": d.tp, "replicas": d.replicas,
-               "threads": d.threads or None, "weights": d.weights.name, "engine_family": d.family,
-               "price_per_hour_usd": d.price_per_hour,
-               ("capacity_qps" if self.capacity else "qps"): self.qps}
-        out.update(self.result.to_dict())
-        return out
-
-
-def compare_serving(model: Model, systems: list[System], config, *, chips: int | None = None, tp: int | None = None,
-                    weights: str | None = None, kv_dtype: str | None = None, qps: float | None = None,
-                    requests: int = 400, input_tokens="512", output_tokens="128", seed: int = 0,
-                    progress=None, inference_calibration: dict | None = None) -> dict:
-    """Serve `model` on each system at the same SLOs: {system id: ServingPoint, or a string saying why not}.
-
-    Without `chips`, `tp` and `qps`, each system serves with its best deployment (plan/deploy.py: replicas x TP
-    in the given formats, the instance simulated whole at its replicas' capacity). Without `qps`, each system
-    runs at its capacity: the highest Poisson request rate at which 90% of
-    requests meet both SLOs (goodput as in DistServe, Zhong et al. 2024); its cost per million output
-    tokens is the instance price over the output tokens it delivers at that rate. inference_calibration:
-    engine family -> EngineEfficiency to serve with (None: the shipped calibration)."""
-    from ..cost import inference as inf
-
-    if weights is not None:
-        inf.weight_format(weights)  # a misspelt format is the user's error, not one system's
-    if kv_dtype is not None:
-        inf.kv_element_bytes(kv_dtype)
-    out = {}
-    if progress is not None:
-        progress.add_total(len(systems))
-    for system in systems:
-        if progress is not None:
-            progress.note(f"simulating {system.id}")
-        if chips is None and tp is None and qps is None:
-            out[system.id] = _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens,
-                                              output_tokens, seed, inference_calibration)
-        else:
-            out[system.id] = _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests,
-                                        input_tokens, output_tokens, seed, inference_calibration)
-        if progress is not None:
-            progress.update(1)
-    return out
-
-
-def _best_deployment(model, system, config, weights, kv_dtype, requests, input_tokens, output_tokens, seed,
-                     inference_calibration=None):
-    """The ServingPoint of the cheapest colocated deployment plan/deploy finds in the given (or default) formats
-    (its disaggregated units are left to `deploy`: a ServingPoint holds one kind of replica)."""
-    from ..cost import inference as inf
-    from . import deploy as D
-
-    cpu = system.chip.kind == "cpu"
-    ws = (weights or ("q4_0" if cpu else "bf16"),)
-    kvs = (kv_dtype or ("fp16" if cpu else "bf16"),)
-    o = D.deploy(model, system, config, input_tokens=input_tokens, output_tokens=output_tokens, weights=ws,
-                 kv_dtypes=kvs, requests=requests, seed=seed, inference_calibration=inference_calibration,
-                 disaggregate=False)
-    if o.best is None:
-        return f"no deployment meets the SLOs: {o.reason}"
-    c = o.best.candidate
-    d = inf.deployment(model, system, chips=c.tp * c.pp * max(c.replicas_per_instance, 1), tp=c.tp,
-                       weights=c.weights, kv_dtype=c.kv_dtype, inference_calibration=inference_calibration, ep=c.ep,
-                       pp=c.pp)
-    return ServingPoint(system, d, o.best.qps, True, o.verified or o.best.result)
-
-
-def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,
-               seed, inference_calibration=None):
-    """One system's ServingPoint, or a string saying why it cannot serve at the SLOs."""
-    import numpy as np
-
-    from ..cost import inference as inf
-    from ..simulate import serving as S
-
-    try:
-        d = inf.deployment(model, system, chips=chips, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                           inference_calibration=inference_calibration)
-    except FlopcastError as exc:
-        return str(exc)
-    rng = np.random.default_rng(seed)
-    n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
-    n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
-    one = inf.predict(d, 1, n_in, n_out)
-    if not one.fits:
-        mem = one.memory_bytes
-        return (f"does not fit: weights {mem['weights'] / GiB:.1f} GiB plus one {n_in + n_out}-token "
-                f"sequence exceed the {one.memory_capacity_bytes / GiB:.1f} GiB of a replica")
-    if qps is not None:
-        reqs = S.poisson_requests(qps, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,
-                                  output_tokens=output_tokens)
-        return ServingPoint(system, d, qps, False, S.simulate(d, reqs, config, seed=seed))
-    q, res = S.find_capacity(d, config, requests=requests, input_tokens=input_tokens,
-                             output_tokens=output_tokens, seed=seed)
-    if res is None:
-        return (f"misses the SLOs even unloaded: one request alone has TTFT {one.ttft_s * 1e3:,.0f} ms "
-                f"and TPOT {one.tpot_s * 1e3:,.1f} ms (targets {config.slo_ttft_s * 1e3:,.0f} ms, "
-                f"{config.slo_tpot_s * 1e3:,.1f} ms)")
-    return ServingPoint(system, d, q, True, res)

@@ -41,8 +41,8 @@ from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILI
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
 ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
-# simulation work one system's search may spend (simulate/serving/budget.py units, ~1.5 us of CPU each on this
-# 2-core machine: ~8 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
+# simulation work one system's search may spend (simulate/serving/budget.py units, ~1 us of CPU each on this
+# 2-core machine: ~7 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
 # all the systems it is given
 DEPLOY_WORK = 7_000_000
 DEPLOY_SYSTEMS = 2
@@ -198,11 +198,12 @@ def _bound_key(system: System, c: Candidate, n_out: float, qps):
     return usd if system.price_per_hour is not None else ch
 
 
-def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float, budget=None):
+def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float, budget=None,
+            most: int = MAX_VERIFY_REQUESTS):
     """(meets, result): one run at `q`; it meets when 90% of all requests and 90% of the last third of arrivals
     are within both SLOs and the last third's mean TTFT is no more than BACKLOG_GROWTH x the middle third's
     (+5% of the TTFT target): a rate beyond what the replica serves builds a backlog whose wait grows with time."""
-    n = int(min(max(requests, math.ceil(q * span_s)), MAX_VERIFY_REQUESTS))
+    n = int(min(max(requests, math.ceil(q * span_s)), most))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0], output_tokens=workload[1])
     o, res = S.run_any(d, reqs, cfg, seed=seed, budget=budget)
     first, done = np.array(o.first_s), np.array(o.done_s)
@@ -224,24 +225,26 @@ def service_rate(d, cfg, workload, seed: int, budget=None) -> float:
     return S.simulate_any(d, reqs, cfg, seed=seed, budget=budget).throughput_requests_per_s
 
 
-def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8, budget=None):
+def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8, budget=None,
+             most: int = MAX_VERIFY_REQUESTS):
     """Highest steady rate (see _steady) up to MAX_UTILISATION x the service rate, by bisection; (0, None) if none.
 
     Near a utilisation of 1 a finite run meets the SLOs at rates whose queue grows without bound in a longer
     one (llama3-8b, p5.48xlarge TP2: 64 req/s meets them over 4,300 requests, 28% over 17,000), so the rate
     is capped below the burst service rate. `budget` (simulate/serving/budget.py): when it runs out the bisection
-    stops at the highest rate verified so far (a lower bound; budget.cut is set)."""
+    stops at the highest rate verified so far (a lower bound; budget.cut is set). `most`: requests per steady run
+    at most (fewer than MAX_VERIFY_REQUESTS when the budget cannot pay for full runs)."""
     out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
     span_s = SPAN * (cfg.slo_ttft_s + out * cfg.slo_tpot_s)
     lo, best = 0.0, None
     try:
         hi = min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed, budget))
-        ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s, budget)
+        ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s, budget, most)
         if ok:
             return hi, r
         for _ in range(iterations):
             mid = (lo + hi) / 2.0
-            ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s, budget)
+            ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s, budget, most)
             if ok:
                 lo, best = mid, r
             else:
@@ -251,10 +254,10 @@ def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, itera
     return lo, best
 
 
-def _simulate(model, system, c: Candidate, d, workload, config, qps, requests, seed, budget=None
-              ) -> DeployPoint | None:
+def _simulate(model, system, c: Candidate, d, workload, config, qps, requests, seed, budget=None,
+              most: int = MAX_VERIFY_REQUESTS) -> DeployPoint | None:
     cfg = replace(config, max_seqs=c.max_seqs, replicas=1)
-    q, res = capacity(d, cfg, c.bound_qps, workload, requests, seed, budget=budget)
+    q, res = capacity(d, cfg, c.bound_qps, workload, requests, seed, budget=budget, most=most)
     if res is None or q <= 0:
         return None
     out_per_req = res.output_tokens_per_s / max(res.throughput_requests_per_s, 1e-12)
@@ -312,8 +315,8 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     ok.sort(key=lambda x: (_bound_key(system, x[0], n_out, qps), -x[0].max_seqs))
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
-    run = lambda c, d, b: _simulate(model, system, c, d, workload, config, qps, requests, seed, b)
-    size = lambda c: _first_runs_units(c, n_out, config, requests)
+    run = lambda c, d, b, most: _simulate(model, system, c, d, workload, config, qps, requests, seed, b, most)
+    size = lambda c: (_first_runs_units(c, n_out, config, requests), S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1))
     search = WorkBudget(budget.left * SEARCH_SHARE, budget)
     sims, best, cut = _branch_and_bound(system, ok[:MAX_SIMULATIONS], n_out, qps, (run, size), search, pruned,
                                         progress)
@@ -324,8 +327,10 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
         progress.update(1)
     considered = len(cands) + len(splits)
     if best is None:
-        return DeployOutcome(system, None, base, tuple(sims), (), considered, pruned,
-                             "no simulated candidate meets the SLOs at any rate", budget_note=_budget_note(budget, cut),
+        why = ("the work budget was spent before a candidate's rate was verified" if budget.cut
+               else "no simulated candidate meets the SLOs at any rate")
+        return DeployOutcome(system, None, base, tuple(sims), (), considered, pruned, why,
+                             budget_note=_budget_note(budget, cut),
                              budget=budget.to_dict())
     front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
     try:
@@ -346,22 +351,29 @@ def _first_runs_units(c: Candidate, n_out: float, config, requests: int) -> floa
 
 
 def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudget, pruned: dict, progress):
-    """Simulate (run[0](candidate, deployment, budget)) the candidates in ascending order of their bound until the
-    next bound is no better than the best simulated cost or the budget is spent; each of the next three gets a
-    third, a half and all of what is left, and one whose first runs would take more (run[1](candidate), an
-    estimate) is not started. Returns (points, best, {"skipped": n, "stopped": n})."""
-    key, sims, best, cut = _key(system), [], None, {"skipped": 0, "stopped": 0}
+    """Simulate (run[0](candidate, deployment, budget, most requests per run)) the candidates in ascending order of
+    their bound until the next bound is no better than the best simulated cost or the budget is spent; each of the
+    next three gets a third, a half and all of what is left. One whose first runs would take more (run[1](candidate):
+    their estimated units and the units per request) is not started, unless none has been simulated yet: then its
+    runs are shortened to what its share pays for. Returns (points, best, {"skipped": n, "stopped": n, ...})."""
+    key, sims, best = _key(system), [], None
+    cut = {"skipped": 0, "stopped": 0, "shortened": 0, "most": MAX_VERIFY_REQUESTS}
     simulate, size = run
     for i, (c, d) in enumerate(ok):
         part = budget.part(min(3, len(ok) - i))
+        units, per_request = size(c)
+        most = MAX_VERIFY_REQUESTS if units <= part.left else int(part.left / per_request / 3)
         if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
             _count(pruned, "bound no better than the best simulated")
-        elif budget.exhausted or size(c) > part.left:
+        elif budget.exhausted or (most < MAX_VERIFY_REQUESTS and (sims or most < max(8 * c.max_seqs, 1000))):
             _count(pruned, "not simulated: the work budget was spent")
             cut["skipped"] += 1
             budget.mark_cut()
         else:
-            p = simulate(c, d, part)
+            if most < MAX_VERIFY_REQUESTS:
+                cut["shortened"], cut["most"] = cut["shortened"] + 1, most
+                budget.mark_cut()
+            p = simulate(c, d, part, most)
             cut["stopped"] += part.cut
             if p is None:
                 _count(pruned, "the work budget ran out before a rate was verified" if part.cut
@@ -383,6 +395,8 @@ def _budget_note(budget: WorkBudget, cut: dict) -> str:
     if not budget.cut:
         return ""
     parts = [f"{cut['skipped']} candidate(s) not simulated"] if cut["skipped"] else []
+    if cut["shortened"]:
+        parts.append(f"{cut['shortened']} capacity search(es) with runs of at most {cut['most']:,} requests")
     if cut["stopped"]:
         parts.append(f"{cut['stopped']} capacity search(es) stopped early (their rates are lower bounds)")
     parts += (["the baseline not simulated to a verified rate"] if cut.get("baseline") else []) + (

@@ -20,8 +20,8 @@ from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..model import hf
-from ..model.strategy import (MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule, Sharding, Software, label,
-                              parse_choice)
+from ..model.strategy import MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule, Sharding, Software, label
+from ..model.strategy import parse_choice
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -404,8 +404,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     shared: a flopcast.plan.shared.SearchShare that searches of hardware variants reuse (optional; same answer).
     exhaustive=False: the throughput search evaluates only the layouts a lower bound cannot rule out
     (plan/bounded.py; the same layout, the counts of fitting layouts only of those evaluated); work_tables: a
-    dict the caller keeps to reuse bounded.WorkTable across calls (optional). software: the framework's features
-    (model.strategy.Software; e.g. its CUDA-graph capture), the same for every layout searched.
+    dict the caller keeps to reuse bounded.WorkTable across calls (optional). software: model.strategy.Software.
     """
     m = resolve_model(model, seq_len)
     system = resolve_system(hardware)
@@ -468,7 +467,7 @@ def _searched(m, system, chips, cal, space, free, tokens, objective, progress=No
         out = bounded.search(m, system, chips, cal, space, table, software=software)
     if out is None:
         out = search_mod.search(m, system, chips, cal, space, objective=objective, progress=progress, shared=shared,
-                                tokens=tokens, software=software)
+                                tokens=tokens, software=software, keep=1)
     elif progress is not None:
         progress.add_total(out.considered)
         progress.update(out.considered)

@@ -23,6 +23,7 @@ from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
 from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
+from . import streamed
 from .shared import SearchShare, SharedLayouts
 
 
@@ -283,16 +284,26 @@ def training_dtype_problem(chip, dtype: Dtype) -> str | None:
 EXPAND_ROWS = 1 << 21  # expanded candidates judged at a time (bounded memory: ~14 int64 arrays of this length)
 
 
-def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool):
+def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_idle: bool, passing=None):
     """The candidates that pass every rule but the chip's data types and memory: (batch, what each rule
     rejected, candidates considered, {dtype: layouts of that dtype}); the dtypes the chip cannot train in are
     left out of the batch (their counts are the chip's to name). The base rows are expanded and judged a slice
-    at a time, so that memory stays bounded however many candidates a large MoE model has."""
-    base, pairs, ch, tally = _passing_base(model, system, chips, space, allow_idle)
+    at a time, so that memory stays bounded however many candidates a large MoE model has. `passing`:
+    _passing_base's answer where the caller has it."""
+    base, pairs, ch, tally = passing or _passing_base(model, system, chips, space, allow_idle)
     if base is None:
         return LayoutBatch.of([]), tally.rejected, tally.considered, {}
+    dtypes: dict = {}
+    kept = list(_valid_slices(model, system, base, pairs, ch, tally, dtypes))
+    out = kept[0] if len(kept) == 1 else LayoutBatch(
+        **{n: np.concatenate([getattr(k, n) for k in kept]) for n in LAYOUT_FIELDS})
+    return out, tally.rejected, tally.considered, dtypes
+
+
+def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=None):
+    """The valid candidates of `base`, a slice of its rows at a time, in the exhaustive order (counting what the
+    rules reject in tally and the layouts of each dtype in dtypes, as _valid says)."""
     step = max(1, EXPAND_ROWS // (len(pairs) * ch.per_schedule_pair))
-    kept, dtypes = [], {}
     for start in range(0, len(base), step):
         lb = _expand(base[start:start + step], pairs, ch)
         tally.considered += lb.size
@@ -303,17 +314,48 @@ def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_i
             dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok & (lb.dtype == d)))
             if training_dtype_problem(system.chip, Dtype(int(d))):
                 ok &= lb.dtype != d
-        kept.append(lb.take(np.nonzero(ok)[0]))
-    out = kept[0] if len(kept) == 1 else LayoutBatch(
-        **{n: np.concatenate([getattr(k, n) for k in kept]) for n in LAYOUT_FIELDS})
-    return out, tally.rejected, tally.considered, dtypes
+        valid = lb.take(np.nonzero(ok)[0])
+        if progress is not None:
+            progress.add_total(lb.size)
+            progress.update(lb.size - valid.size)
+        yield valid
+
+
+STREAM_ABOVE = EXPAND_ROWS  # candidates past which a search asked for its best `keep` layouts only streams them
+
+
+def _streamed(model, system, cal, objective, progress, software, failures, keep, passing) -> SearchOutcome:
+    """search()'s outcome holding only the best `keep` fitting layouts and the smallest footprint (plan/streamed.py):
+    the same layouts, order and counts, a chunk of the candidates in memory at a time."""
+    base, pairs, ch, tally = passing
+    if progress is not None:  # the candidates the degree and batch rules rejected
+        progress.add_total(tally.considered)
+        progress.update(tally.considered)
+    dtypes: dict = {}
+    pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, progress)
+    kept = streamed.best_of(pieces, lambda lb: training.evaluate(model, system, lb, cal, software=software),
+                            lambda res: objective_score(res, system, objective, failures), keep, CHUNK, progress)
+    rejected = dict(tally.rejected)
+    for d, n in dtypes.items():
+        why = training_dtype_problem(system.chip, Dtype(d))
+        if why:
+            rejected[why] = rejected.get(why, 0) + n
+    if kept.batch is None:
+        return SearchOutcome(LayoutBatch.of([]), {}, np.array([], dtype=int), tally.considered, rejected)
+    if kept.fit < kept.valid:
+        rejected["does not fit in memory"] = kept.valid - kept.fit
+    lb, res, order = kept.outcome()
+    return SearchOutcome(lb, res, order, tally.considered, rejected, valid=kept.valid, fit=kept.fit)
 
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
            software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None,
-           tokens: float | None = None) -> SearchOutcome:
+           tokens: float | None = None, keep: int | None = None) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
+
+    keep: the caller reads only the best `keep` layouts (and, where none fits, the smallest footprint): past
+    STREAM_ABOVE candidates (and without `shared`) the outcome holds only those, its counts in valid and fit.
 
     `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
     `software` is what the training stack can do (today's by default); `shared` (plan/shared.py) lets
@@ -323,7 +365,12 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
     hit = shared.get(key) if shared is not None else None
     if hit is None:
-        lb, rejected, considered, dtypes = _valid(model, system, chips, space, allow_idle)
+        passing = _passing_base(model, system, chips, space, allow_idle)
+        base, pairs, ch, _ = passing
+        if keep is not None and shared is None and base is not None and (
+                len(base) * len(pairs) * ch.per_schedule_pair > STREAM_ABOVE):
+            return _streamed(model, system, cal, objective, progress, software, failures, keep, passing)
+        lb, rejected, considered, dtypes = _valid(model, system, chips, space, allow_idle, passing)
         entry = SharedLayouts(lb, dict(rejected), considered, dtypes)
     else:
         lb, rejected, considered, dtypes = hit.batch, dict(hit.rejected), hit.considered, hit.dtypes

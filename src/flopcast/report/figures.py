@@ -218,7 +218,8 @@ def deploy_report(res, title: str | None = None) -> Report:
     head = (f"{res.model.label} at TTFT {cfg.slo_ttft_s * 1e3:,.0f} ms / TPOT {cfg.slo_tpot_s * 1e3:,.0f} ms "
             f"(90% of requests), {res.workload_label}")
     rep = Report(title or f"flopcast deploy: {head}")
-    return rep.add("Simulated deployments", head + ".",
+    cuts = " ".join(f"{sid}: {o.budget_note}." for sid, o in res.systems.items() if o.budget_note)
+    return rep.add("Simulated deployments", head + "." + (f" {cuts}" if cuts else ""),
                    header=["system", "deployment", "requests/s", "output tok/s per chip", "TTFT p50", "TPOT p50",
                            "per M output tokens", "chip-h per M"],
                    rows=rows, figures=[plots.deploy_figure(list(res.systems.values()), cfg.slo_tpot_s)])
@@ -336,7 +337,7 @@ def compare_serving_report(out: dict, title: str) -> Report:
         c = p.result.cost_per_million_output_tokens_usd
         rows.append((k, f"{p.qps:.3g}", "n/a (no price)" if c is None else f"{c:.3f}",
                      f"{1e3 * p.result.tpot_s['p90']:.1f}" if p.result.tpot_s["p90"] is not None else "n/a",
-                     f"{p.deployment.tp * p.deployment.replicas} chip(s), {p.deployment.weights.name}"))
+                     f"{p.chips} chip(s), {p.label}"))
     return Report(title).add("Systems", header=["system", "requests/s", "USD per M output tokens", "TPOT p90 (ms)",
                                                 "deployment"], rows=rows,
                              figures=[plots.serving_compare_figure(out)])

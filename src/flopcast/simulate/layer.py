@@ -64,7 +64,9 @@ class Layer:
     wgrad: np.ndarray  # the weight-gradient GEMMs inside bwd (DualPipe's W)
     attn_fwd: np.ndarray
     selective_fwd: np.ndarray  # what selective recomputation repeats: core attention (MLA: + up-projections, norms)
-    mlp_fwd: np.ndarray  # what MLP recomputation repeats: the MLP's (MoE: router and experts') GEMMs and kernels
+    # what MLP recomputation repeats: the MLP's (MoE: router and experts') GEMMs and kernels, and an unfused
+    # attention's core (its scores are not kept)
+    mlp_fwd: np.ndarray
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
@@ -262,6 +264,8 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     act_elems = _mlp(g, model, cal, x, moe_layer)
     elem_fwd = _elementwise_time(model, chip, fam, cal, x, act_elems)
     mlp_fwd = g.fwd - before_mlp + _mlp_elementwise_time(model, chip, fam, cal, x, act_elems)
+    if not software.flash_attention:  # MLP recomputation keeps no unfused scores (memory.layer_activation_bytes)
+        mlp_fwd = mlp_fwd + attn_fwd
     overhead = KERNELS_PER_LAYER * cal.op_overhead_s
     fwd = g.fwd + attn_fwd + elem_fwd + overhead / 3.0
     if moe_layer:

@@ -25,6 +25,8 @@ from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
 from ..model.system import Dtype, System
 from ..model.workload import Model
+from .flops import (_attention_flops_per_token, _mlp_flops_per_token,  # noqa: F401 (re-exported)
+                    _selective_flops_per_token, model_flops_per_token)
 from .layer import Layer, gemm_kwargs, layer_times
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
@@ -151,9 +153,10 @@ def _kinds(model: Model) -> list[tuple[float, bool, bool]]:
 
 
 
-def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
+def _edges(c: _Ctx, kinds, ep_exposed: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(first stage's embedding lookup, last stage's logits GEMM, fp32 cross-entropy and the multi-token-
-    prediction modules: each one more layer, its 2h -> h projection and its own logits and loss)."""
+    prediction modules: each one more layer, its 2h -> h projection and its own logits and loss).
+    ep_exposed=False leaves the modules' all-to-all out (a lower bound whatever the schedule hides of it)."""
     model, chip, h = c.model, c.system.chip, c.model.hidden
     fam = c.cal.for_chip(chip)
     xu = {k: v[c.first] for k, v in c.x.items()}
@@ -170,7 +173,7 @@ def _edges(c: _Ctx, kinds) -> tuple[np.ndarray, np.ndarray]:
         block = [l for _, is_moe, l in kinds if is_moe == (model.moe_layers > 0)][0]
         # its all-to-all exposed as the layers' are: in full, but in the share of micro-batches an overlapping
         # schedule pairs with another's backward (`_layer_time`; the SMs it takes there are left out)
-        unpaired = 1.0 - pipeline.paired_share(c.lb.schedule, c.f["pp"], c.m)
+        unpaired = 1.0 - pipeline.paired_share(c.lb.schedule, c.f["pp"], c.m) if ep_exposed else 0.0
         block_t = block.fwd + block.bwd + block.tp_comm * (1.0 - c.cal.tp_overlap) + block.ep_comm * unpaired
         t_logits = t_logits * (1 + model.mtp_layers) + model.mtp_layers * (pj_f + pj_b + block_t)
     return t_embed, t_logits
@@ -313,13 +316,20 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
              + comm.collective_time(kind, np.broadcast_to(expert_params * per_param_bytes, T.shape)[u], edp[u],
                                     edp_stride[u], system, cal))
         return np.broadcast_to(t, u.shape)[inverse_d]
-    grad_ar = dp_collective(Collective.ALL_REDUCE, GRAD_COMM_BYTES)
-    grad_rs = dp_collective(Collective.REDUCE_SCATTER, GRAD_COMM_BYTES)
-    param_ag = dp_collective(Collective.ALL_GATHER, memory.WEIGHT_BYTES)
+    # each collective only where some layout's sharding uses it (the rest select it away: the same numbers)
+    none, zero3 = sharding == Sharding.NONE, sharding == Sharding.ZERO3
+    unused = np.zeros(T.shape)
+    grad_ar = dp_collective(Collective.ALL_REDUCE, GRAD_COMM_BYTES) if none.any() else unused
+    grad_rs, param_ag = ((dp_collective(Collective.REDUCE_SCATTER, GRAD_COMM_BYTES),
+                          dp_collective(Collective.ALL_GATHER, memory.WEIGHT_BYTES))
+                         if (~none & ~zero3).any() else (unused, unused))
+    if not zero3.any():
+        return _dp_unsharded(c, lt, stage_layers, dense_params, expert_params, np.where(none, grad_ar,
+                                                                                       grad_rs + param_ag))
     fsdp_ag = dp_collective(Collective.ALL_GATHER, FSDP_COMM_BYTES)
     fsdp_rs = dp_collective(Collective.REDUCE_SCATTER, FSDP_COMM_BYTES)
     t_mb_compute = stage_layers * (lt["fwd"] + lt["bwd"] + lt["rec"])
-    once = np.where(sharding == Sharding.NONE, grad_ar, grad_rs + param_ag)
+    once = np.where(none, grad_ar, grad_rs + param_ag)
     # FSDP / ZeRO-3: gather for forward and backward, reduce-scatter every micro-batch (3x the weights per
     # micro-batch, Rajbhandari et al. 2020 sec. 7.2.2), issued as one collective per layer and parameter group,
     # each paying the collective's latency: the bandwidth term above counts the bytes once, these the launches
@@ -336,12 +346,25 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     dp_comm = np.where(sharding == Sharding.ZERO3, c.m * (per_mb - np.minimum(hideable,
         cal.zero3_overlap * t_mb_compute)),
                        np.maximum(once - cal.comm_overlap * t_mb_compute, 0.0))
-    # optimizer step: memory-bound Adam over the parameters this chip owns
-    owned = np.where(sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp, dense_params + expert_params)
-    chip, fam = system.chip, cal.for_chip(system.chip)
-    optimizer = compute.memory_time(owned * OPTIMIZER_BYTES_PER_PARAM, bandwidth=chip.memory_bandwidth,
-                                    memory_efficiency=fam.memory)
-    return {"comm/dp": dp_comm, "optimizer": optimizer}
+    return {"comm/dp": dp_comm, "optimizer": _optimizer(c, dense_params, expert_params)}
+
+
+def _dp_unsharded(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, once) -> dict:
+    """_dp_parts where no layout is ZeRO-3: the gradient (and parameter) collectives once per step, exposed
+    past what the compute window hides."""
+    t_mb_compute = stage_layers * (lt["fwd"] + lt["bwd"] + lt["rec"])
+    dp_comm = np.maximum(once - c.cal.comm_overlap * t_mb_compute, 0.0)
+    return {"comm/dp": dp_comm, "optimizer": _optimizer(c, dense_params, expert_params)}
+
+
+def _optimizer(c: _Ctx, dense_params, expert_params):
+    """The optimizer step: memory-bound Adam over the parameters this chip owns."""
+    dp, edp = c.f["dp"], expert_dp(c.f)
+    owned = np.where(c.lb.sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp,
+                     dense_params + expert_params)
+    chip, fam = c.system.chip, c.cal.for_chip(c.system.chip)
+    return compute.memory_time(owned * OPTIMIZER_BYTES_PER_PARAM, bandwidth=chip.memory_bandwidth,
+                               memory_efficiency=fam.memory)
 
 
 def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes) -> dict:
@@ -389,16 +412,29 @@ def evaluate(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
     copies of one layout whose calibration parameters are arrays with one value per copy (the fit's Jacobian).
     """
     c = _context(model, system, lb, cal, software, dedupe)
+    kinds, st, parts, held = _step(c)
+    mem = _memory(c, kinds, st["stage_layers"], *held, reserve_bytes)
+    return _result(c, parts, mem)
+
+
+def _step(c: _Ctx):
+    """(layer kinds, stage times, the step's parts, (dense, expert, one dense layer's) parameters per chip)."""
     kinds = _layer_kinds(c)
     t_embed, t_logits = _edges(c, kinds)
     lt = _layer_time(c, kinds)
     st = _stage_times(c, lt, t_embed, t_logits)
     parts = _pipeline_parts(c, lt, st, t_embed, t_logits)
-    dense_params, expert_params, layer_dense = _stage_params(c, st["stage_layers"])
-    parts.update(_dp_parts(c, lt, st["stage_layers"], dense_params, expert_params, layer_dense))
-    parts["overhead"] = np.full_like(c.x["T"], cal.step_overhead_s)
-    mem = _memory(c, kinds, st["stage_layers"], dense_params, expert_params, layer_dense, reserve_bytes)
-    return _result(c, parts, mem)
+    held = _stage_params(c, st["stage_layers"])
+    parts.update(_dp_parts(c, lt, st["stage_layers"], *held))
+    parts["overhead"] = np.full_like(c.x["T"], c.cal.step_overhead_s)
+    return kinds, st, parts, held
+
+
+def tokens_per_s(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
+                 software: Software = MODERN_SOFTWARE, dedupe: bool = True) -> np.ndarray:
+    """`evaluate`'s tokens per second without its memory (the same numbers): what the fit's residuals read."""
+    c = _context(model, system, lb, cal, software, dedupe)
+    return c.f["global_batch"] * model.seq_len / sum(_step(c)[2].values())
 
 
 def memory_bytes(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
@@ -420,10 +456,11 @@ def microbatch_work_s(model: Model, system: System, lb: LayoutBatch, cal: Calibr
 
     A lower bound the planner prunes with (plan/bounded.py): `evaluate`'s step is m W / pp (compute, recompute,
     comm/tp, comm/cp; comm/ep >= 0 left out) plus the imbalance (t_max >= t_avg), the bubble ((pp - 1) / v t_max
-    for 1F1B and interleaved), pipeline and data-parallel communication, optimizer and overhead, none negative."""
+    for 1F1B and interleaved), pipeline and data-parallel communication, optimizer and overhead, none negative;
+    the multi-token-prediction modules' all-to-all is left out too (the share a schedule hides depends on it)."""
     c = _context(model, system, lb, cal, software, True)
     kinds = _layer_kinds(c)
-    t_embed, t_logits = _edges(c, kinds)
+    t_embed, t_logits = _edges(c, kinds, ep_exposed=False)
     lt = _layer_time(c, kinds)
     return model.layers * (lt["fwd"] + lt["bwd"] + lt["rec"] + lt["tp"] + lt["cp"]) + t_embed + t_logits
 
@@ -439,7 +476,9 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     rc = c.lb.recompute
     rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
                                np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
-                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model), 0.0)))
+                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model)
+                                                 + (0.0 if c.software.flash_attention
+                                                    else _attention_flops_per_token(model) / 3.0), 0.0)))
     return dict(
         step_time_s=step,
         time_parts=parts,
@@ -455,42 +494,3 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
         chips=chips,
         peak_flops=peak,
     )
-
-
-def _attention_flops_per_token(model: Model) -> float:
-    """Attention-score FLOPs per token, forward + backward, without the causal half.
-
-    PaLM's 12 L H Q T for MHA (Chowdhery et al. 2022, App. B), written 6 L T (q_dim + attn_out_dim)
-    so MLA's different query and value widths count; sliding-window layers see the window, not T.
-    The multi-token-prediction modules count as layers."""
-    s_eff = model.seq_len
-    if model.sliding_share:
-        share = model.sliding_share
-        s_eff = (1 - share) * model.seq_len + share * min(model.sliding_window, model.seq_len)
-    return 6.0 * (model.layers + model.mtp_layers) * s_eff * (model.q_dim + model.attn_out_dim)
-
-
-def _selective_flops_per_token(model: Model) -> float:
-    """FLOPs per token selective recomputation repeats: the attention scores' forward (Korthikanti et al. 2022);
-    for an MLA model DeepSeek-V3's recipe, the forward of the up-projections (2 FLOPs per weight, every layer)."""
-    if not model.mla:
-        return _attention_flops_per_token(model) / 3.0
-    a = model.mla
-    up = a.q_lora_rank * model.q_dim + a.kv_lora_rank * model.heads * (a.qk_nope_head_dim + a.v_head_dim)
-    return 2.0 * up * (model.layers + model.mtp_layers)
-
-
-def _mlp_flops_per_token(model: Model) -> float:
-    """FLOPs per token MLP recomputation repeats: the forward of the MLP's weights a token passes (2 per weight;
-    MoE layers: router, top-k routed and shared experts)."""
-    return 2.0 * params.mlp_matmul_params_per_token(model)
-
-
-def model_flops_per_token(model: Model) -> float:
-    """Model FLOPs per trained token: 6N + 12 L H Q T (PaLM, Chowdhery et al. 2022, App. B).
-
-    N counts the weights in GEMMs a token passes (routed experts: top-k of them), the logit layer and the
-    multi-token-prediction modules included; attention scores are counted without the causal half, as PaLM does.
-    """
-    n = params.matmul_params_per_token(model) + params.mtp_matmul_params_per_token(model)
-    return 6.0 * n + _attention_flops_per_token(model)

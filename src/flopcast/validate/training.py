@@ -77,6 +77,11 @@ EVEN_PIPELINE_SOFTWARE = replace(MODERN_SOFTWARE, uneven_pipeline_split=False)
 # Learning", arXiv:2209.05433) with Transformer Engine 0.1.0 (beta) for H100. A blank dtype of a run whose source
 # is dated before it is searched in 16-bit formats only.
 FP8_TRAINING_SINCE = dt.date(2022, 9, 12)
+# Fused attention by framework, where it came later than FlashAttention itself: AXLearn's fuji configurations
+# built their attention from GroupedQueryAttention / MultiheadAttention (XLA's unfused softmax(QK^T)V) until
+# commit e0e93105, "add flash attention to fuji" (apple/axlearn#506, 4 June 2024), which added the `-flash`
+# variants; a fuji figure written before it ran unfused attention.
+FUSED_ATTENTION_SINCE = {"axlearn": dt.date(2024, 6, 4)}
 # A year, optionally -MM and -DD, not inside a longer number or a hexadecimal commit hash.
 _DATE = re.compile(r"(?<![0-9a-fA-F])(19\d\d|20\d\d)(?:-(\d\d))?(?:-(\d\d))?(?![0-9])")
 
@@ -167,6 +172,9 @@ def software_of(row: dict) -> Software:
     else:
         base = EVEN_PIPELINE_SOFTWARE if d < UNEVEN_PIPELINE_SINCE else MODERN_SOFTWARE
     framework = framework_of(row)
+    fused_since = FUSED_ATTENTION_SINCE.get(framework)
+    if d is not None and fused_since is not None and d < fused_since:
+        base = replace(base, flash_attention=False)
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
     return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
@@ -232,6 +240,21 @@ def dtypes_of(row: dict, system: System) -> tuple:
     return tuple(out)
 
 
+def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
+    """The row's software (`software_of`) with what its `cuda_graphs` and `attention` cells state, and the
+    assumptions with a sentence where attention is unfused by the date rule rather than a stated cell."""
+    software = replace(software_of(row), cuda_graphs=cuda_graphs_of(row))
+    attention = (row.get("attention") or "").strip().lower()
+    if attention not in ("", "fused", "unfused"):
+        raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, unfused (or blank)")
+    if attention:
+        software = replace(software, flash_attention=attention == "fused")
+    elif not software.flash_attention:
+        assumed = (*assumed, f"attention unfused: the source's date ({source_date(row)}) precedes fused attention in "
+                             f"{framework_of(row) or 'its software'}")
+    return software, assumed
+
+
 def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     run = row.get("run_id", "?")
     check_row(row)
@@ -257,8 +280,7 @@ def case_of(row: dict, fixed_space: dict | None = None) -> Case:
     if not model.moe:
         pinned.setdefault("ep", (1,))
         pinned["etp"] = (0,)  # a dense model's etp is its tp
-    software = software_of(row)
-    software = replace(software, cuda_graphs=cuda_graphs_of(row))
+    software, assumed = _row_software(row, assumed)
     if before_software_cutoff(row):
         pinned["sequence_parallel"] = (0,)
         pinned.setdefault("cp", (1,))  # context parallelism: Megatron-Core 2023 (ring attention, Liu et al. 2023)
@@ -327,7 +349,7 @@ def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
                          software=case.software)
     if out is None or out.n_fit == 0:
         out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
-                                software=case.software)
+                                software=case.software, keep=1)
     if out.n_fit == 0:
         if out.batch.size and out.results:
             i = int(np.argmin(out.results["memory_bytes"]))
@@ -344,9 +366,17 @@ def predict(case: Case, layout: Layout, cal: Calibration) -> float:
 
 def predict_columns(case: Case, layout: Layout, cal: Calibration, k: int) -> np.ndarray:
     """Tokens/s/chip of one layout under k calibrations at once: cal's parameters are arrays of k values."""
-    lb = LayoutBatch.of([layout]).take(np.zeros(k, dtype=int))
-    res = training.evaluate(case.model, case.system, lb, cal, software=case.software, dedupe=False)
-    return np.asarray(res["tokens_per_s"], dtype=float) / case.chips
+    return predict_rows([case], [layout], cal, k)[0]
+
+
+def predict_rows(cases: list[Case], layouts: list[Layout], cal: Calibration, k: int) -> np.ndarray:
+    """(rows, k) tokens/s/chip of several rows of one model, system and software under k calibrations: cal's
+    parameters are arrays of len(cases) x k values, the k of each row in turn (np.tile of the k columns)."""
+    lb = LayoutBatch.of(layouts).take(np.repeat(np.arange(len(layouts)), k))
+    c = cases[0]
+    rate = training.tokens_per_s(c.model, c.system, lb, cal, software=c.software, dedupe=False)
+    chips = np.array([x.chips for x in cases], dtype=float)
+    return np.asarray(rate, dtype=float).reshape(len(cases), k) / chips[:, None]
 
 
 @dataclass

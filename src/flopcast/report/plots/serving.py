@@ -125,6 +125,6 @@ def serving_compare_figure(points: dict, name: str = "compare-serving") -> Chart
     ax3.set_ylabel("TPOT p90 (ms)")
     system_axes((ax1, ax2, ax3), names)
     first = next(iter(ok.values()))
-    title = f"{first.deployment.model.label} served on each system at the same SLOs"
+    title = f"{first.replica.model.label} served on each system at the same SLOs"
     fig.suptitle(title, fontsize=11)
     return Chart(name, title, fig, "flopcast compare --serve." + not_shown(points))

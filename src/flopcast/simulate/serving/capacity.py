@@ -18,7 +18,7 @@ from .disagg import Disaggregated, simulate_any
 # share of requests that must meet both SLOs at capacity (goodput, DistServe, Zhong et al. 2024, sec. 2.2)
 ATTAINMENT = 0.9
 SPAN_HORIZONS = 4.0
-# work one capacity search may simulate in all (budget.py units; ~1.5 us each here: ~15 s); lenient targets at high
+# work one capacity search may simulate in all (budget.py units; ~1 us each here: ~10 s); lenient targets at high
 # rates would otherwise run 33 rates x 50,000 requests. A search the budget cuts returns the highest rate it verified
 # (a lower bound) and marks the budget cut. Measured: llama3-8b on p5.48xlarge at TTFT 20 s / TPOT 1 s takes 1.2M
 # iterations.

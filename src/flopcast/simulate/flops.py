@@ -1,0 +1,46 @@
+"""Model FLOPs per trained token (PaLM's 6N + 12 L H Q T) and the FLOPs each recomputation repeats: what MFU
+and HFU divide by (simulate/training.py)."""
+
+from __future__ import annotations
+
+from ..cost import params
+from ..model.workload import Model
+
+
+def _attention_flops_per_token(model: Model) -> float:
+    """Attention-score FLOPs per token, forward + backward, without the causal half.
+
+    PaLM's 12 L H Q T for MHA (Chowdhery et al. 2022, App. B), written 6 L T (q_dim + attn_out_dim)
+    so MLA's different query and value widths count; sliding-window layers see the window, not T.
+    The multi-token-prediction modules count as layers."""
+    s_eff = model.seq_len
+    if model.sliding_share:
+        share = model.sliding_share
+        s_eff = (1 - share) * model.seq_len + share * min(model.sliding_window, model.seq_len)
+    return 6.0 * (model.layers + model.mtp_layers) * s_eff * (model.q_dim + model.attn_out_dim)
+
+
+def _selective_flops_per_token(model: Model) -> float:
+    """FLOPs per token selective recomputation repeats: the attention scores' forward (Korthikanti et al. 2022);
+    for an MLA model DeepSeek-V3's recipe, the forward of the up-projections (2 FLOPs per weight, every layer)."""
+    if not model.mla:
+        return _attention_flops_per_token(model) / 3.0
+    a = model.mla
+    up = a.q_lora_rank * model.q_dim + a.kv_lora_rank * model.heads * (a.qk_nope_head_dim + a.v_head_dim)
+    return 2.0 * up * (model.layers + model.mtp_layers)
+
+
+def _mlp_flops_per_token(model: Model) -> float:
+    """FLOPs per token MLP recomputation repeats: the forward of the MLP's weights a token passes (2 per weight;
+    MoE layers: router, top-k routed and shared experts)."""
+    return 2.0 * params.mlp_matmul_params_per_token(model)
+
+
+def model_flops_per_token(model: Model) -> float:
+    """Model FLOPs per trained token: 6N + 12 L H Q T (PaLM, Chowdhery et al. 2022, App. B).
+
+    N counts the weights in GEMMs a token passes (routed experts: top-k of them), the logit layer and the
+    multi-token-prediction modules included; attention scores are counted without the causal half, as PaLM does.
+    """
+    n = params.matmul_params_per_token(model) + params.mtp_matmul_params_per_token(model)
+    return 6.0 * n + _attention_flops_per_token(model)
