@@ -50,7 +50,13 @@ def _default_ffn(hidden: int, mlp: str) -> int:
 
 def _relative(d: dict) -> Model | None:
     """The catalog model with the row's hidden width and heads (and MLP kind, if stated) whose layer count is
-    closest: its vocabulary, kv heads and FFN are the best guess for a model that shares its dimensions."""
+    closest, and among those the one agreeing with most of the row's stated kv heads, FFN width and vocabulary
+    (Llama 2 7B and Llama 3 8B share 32 layers of 4096 x 32 heads): its cells are the best guess for a model that
+    shares its dimensions."""
+    def rank(m: Model) -> tuple:
+        agree = sum(getattr(m, k) == d[k] for k in ("kv_heads", "ffn_hidden", "vocab") if k in d)
+        return abs(m.layers - d["layers"]), -agree
+
     best = None
     for key in sorted(catalog.raw("model")):
         try:
@@ -61,7 +67,7 @@ def _relative(d: dict) -> Model | None:
             continue
         if "mlp" in d and m.mlp.value != d["mlp"]:
             continue
-        if best is None or abs(m.layers - d["layers"]) < abs(best.layers - d["layers"]):
+        if best is None or rank(m) < rank(best):
             best = m
     return best
 

@@ -155,6 +155,7 @@ SHIPPED = {
     "calibration_runs": ("calibration_runs.csv",),
     "more_training_runs": ("more_training_runs.csv",),
     "training": ("calibration_runs.csv", "more_training_runs.csv"),
+    "published_training_runs": ("published_training_runs.csv",),
     "inference_runs": ("inference_runs.csv",),
     "more_inference_runs": ("more_inference_runs.csv",),
     "published_inference_runs": ("published_inference_runs.csv",),
