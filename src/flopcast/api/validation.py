@@ -89,7 +89,7 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
              write_intervals: str | None = None) -> ValidationResult:
     """Compare predictions with the measured runs in `file` (a CSV of the validation/ schemas, or a shipped
     file's short name: calibration_runs, more_training_runs, training (both), published_training_runs (the
-    holdout, never calibrated on), inference_runs, more_inference_runs, inference (both)).
+    holdout, never calibrated on), inference_runs, more_inference_runs, published_inference_runs, inference (both)).
 
     Blank layout cells are chosen by the search over just those fields. `cross_validate=True` refits with
     each source left out and predicts it (minutes): the error to expect on runs flopcast has not seen.

@@ -199,7 +199,8 @@ def validate(file, as_json, out, cross_validate, write_intervals, calibration, c
     """Compare predictions with the measured runs in FILE (the validation/ CSV schemas).
 
     FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
-    published_training_runs (a holdout), inference_runs, more_inference_runs, inference (both).
+    published_training_runs (a holdout), inference_runs, more_inference_runs, published_inference_runs,
+    inference (both).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """

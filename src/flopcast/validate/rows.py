@@ -158,6 +158,7 @@ SHIPPED = {
     "published_training_runs": ("published_training_runs.csv",),
     "inference_runs": ("inference_runs.csv",),
     "more_inference_runs": ("more_inference_runs.csv",),
+    "published_inference_runs": ("published_inference_runs.csv",),
     "inference": ("inference_runs.csv", "more_inference_runs.csv"),
 }
 

@@ -36,12 +36,18 @@ ENGINE_FAMILIES = ("llama.cpp", "neuronx", "neuronx-v3", "gpu")
 # Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
 # (a 256-bit SVE dot-product step takes 64 4-bit weights in ~2 instructions plus unpacking and
 # scaling: ~6.6 weights/cycle reached at 2 threads in PR 11917, 4.86 tok/s x 7.1 G weights / 2 / 2.6 GHz).
-# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%. Neuron's MoE block rate: 126 GB/s, i.e.
-# 0.1 ms a block at hidden 4096 (a guess; the fit moves it, the MoE rows of one source set it).
+# Neuron and GPU engines: typical decode bandwidth utilisation 60-70%. Neuron's MoE block rate: one DMA engine's
+# theoretical bandwidth (NEURON_DMA_ENGINE_BYTES_PER_S): the blockwise kernel gathers each block's token rows by
+# their token_position_to_id indices and accumulates its output rows back; an indexed gather or scatter is a
+# software-DGE transfer whose descriptors the GpSimd engine generates at run time (nki.isa.dma_copy, "Descriptor
+# Generation Engine (DGE) Reference"). Assumed (the docs give no indexed-transfer rate): it runs at one engine's
+# rate, not spread over the core's 16 engines as a strided transfer is.
+NEURON_DMA_ENGINE_BYTES_PER_S = 27.2e9  # per DMA engine, NeuronCore-v2 and -v3 (Neuron docs, "Introduction to
+# Direct Memory Access (DMA) with NKI": 16 engines per NeuronCore, 27.2 GB/s each, 38.4 GB/s on NeuronCore-v4)
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
-    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 126e9, 5e-6),
-    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, 126e9, 5e-6),
+    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
+    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
 
