@@ -72,3 +72,20 @@ def test_search_top_is_a_list_a_person_reads(capsys):
     assert main(["search", "llama3-8b", "-H", "p5.48xlarge", "-n", "8", "--top", "1001"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--top '1001' is out of range" in err and "1,000" in err, err
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "list.yaml"])
+def test_write_intervals_to_what_is_not_an_intervals_file_is_one_sentence(tmp_path, capsys, target):
+    """--write-intervals /dev/full read the device to keep the file's other section, until memory ran out."""
+    path = target if target.startswith("/") else str(tmp_path / target)
+    if target == "list.yaml":
+        (tmp_path / target).write_text("- 1\n- 2\n")
+        from flopcast.errors import FlopcastError
+        from flopcast.validate import uncertainty
+
+        with pytest.raises(FlopcastError, match="not an intervals file"):
+            uncertainty.write(tmp_path / target, uncertainty.Task.TRAINING, {})
+        return
+    assert main(["validate", "validation/memory_runs.csv", "--cross-validate", "--write-intervals", path]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "write-intervals" in err and "not an intervals file" in err, err

@@ -113,6 +113,9 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         if not cross_validate:
             raise FlopcastError("`write_intervals` needs `cross_validate` (intervals come from out-of-sample errors)")
         prepare_out(write_intervals, str(files[0]), "write_intervals")
+        from ..validate.uncertainty import check_target
+
+        check_target(write_intervals)  # before the cross-validation's minutes, not after
     if schema(file) == "serving":
         from ..cost.inference.engines import _inference_calibration_file
         from ..validate.inference import cross_validate_inference, validate_inference

@@ -191,10 +191,37 @@ def _run_order(run_id: str):
     return (int(digits) if digits else 0, run_id)
 
 
+MAX_INTERVALS_BYTES = 1 << 20  # the shipped uncertainty.yaml is a few kB
+
+
+def check_target(path) -> None:
+    """A one-line FlopcastError where `path` exists but is not a regular file of at most MAX_INTERVALS_BYTES:
+    write reads it to keep the other task's section (a device such as /dev/zero would never end)."""
+    p = Path(path)
+    if p.exists() and (not p.is_file() or p.stat().st_size > MAX_INTERVALS_BYTES):
+        raise FlopcastError(f"`write_intervals` {path} is not an intervals file flopcast can update; valid: a new "
+                            f"path or a YAML file of at most {MAX_INTERVALS_BYTES:,} bytes")
+
+
+def _existing(path: Path) -> dict:
+    """The sections an intervals file holds now ({} where there is none)."""
+    check_target(path)
+    if not path.exists():
+        return {}
+    try:
+        doc = load_yaml(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise FlopcastError(" ".join(f"cannot read `write_intervals` {path}: {exc}".split())[:300]) from None
+    if not isinstance(doc, dict):
+        raise FlopcastError(f"`write_intervals` {path} is not an intervals file (a mapping of tasks); valid: a new "
+                            "path or a file `validate --write-intervals` wrote")
+    return doc
+
+
 def write(path: Path, task: Task, sec: dict) -> None:
     """Replace one task's section of uncertainty.yaml, keeping the other task's."""
     path = Path(path)
-    doc = (load_yaml(path.read_text()) or {}) if path.exists() else {}
+    doc = _existing(path)
     doc[Task(task).value] = sec
     header = ("# Written by `flopcast validate FILE --cross-validate --write-intervals` -- do not edit by hand.\n"
               "# Prediction intervals per kind of forecast from leave-one-source-out residuals "
