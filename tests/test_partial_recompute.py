@@ -14,7 +14,7 @@ from flopcast.emit import megatron
 from flopcast.model.strategy import Layout, LayoutBatch, Recompute, Sharding
 from flopcast.model.system import Dtype
 from flopcast.plan import search as search_mod
-from flopcast.simulate import training
+from flopcast.simulate import flops, training
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_mlp_recompute_of_unfused_attention_repeats_its_scores():
     def rec_flops_per_token(res):
         return (res["hfu"][0] - res["mfu"][0]) * res["peak_flops"][0] * res["chips"][0] / res["tokens_per_s"][0]
     extra = rec_flops_per_token(unfused) - rec_flops_per_token(fused)
-    assert extra == pytest.approx(training._attention_flops_per_token(m) / 3, rel=1e-6)
+    assert extra == pytest.approx(flops._attention_flops_per_token(m) / 3, rel=1e-6)
 
 
 def test_mlp_recompute_holds_between_none_and_full():
@@ -85,7 +85,7 @@ def test_mlp_recompute_repeats_the_mlp_forward_only():
     parts = {r: _evaluate(r)[0]["time_parts"]["recompute"][0] for r in (Recompute.MLP, Recompute.FULL)}
     res, m = _evaluate(Recompute.MLP)
     mlp_flops = 2 * params.mlp_matmul_params_per_token(m)
-    layer_flops = mlp_flops + 2 * m.layers * params.attention_params(m) + training._attention_flops_per_token(m) / 3
+    layer_flops = mlp_flops + 2 * m.layers * params.attention_params(m) + flops._attention_flops_per_token(m) / 3
     mlp_share = mlp_flops / layer_flops
     assert 0 < parts[Recompute.MLP] < parts[Recompute.FULL]
     # GEMM-bound: the recomputed time is about the MLP's share of the layers' forward FLOPs

@@ -125,7 +125,7 @@ def chip_counts(value, name: str) -> list[int]:
 def executor_map(engine: str = "local", workers: int = 1, address: str | None = None):
     """None for one local worker (compute in this process), else mapper(fn, tasks) -> [fn(task), ...] in the
     tasks' order on the sweep executor (sweep/executors.py: a process pool, or Ray tasks); a task's error is
-    raised as the serial loop would raise it."""
+    raised here as a FlopcastError with the worker's one-line message (its type is not carried back)."""
     from ..sweep import executors
 
     if executors.Engine.parse(engine) == executors.Engine.LOCAL and workers == 1 and address is None:

@@ -46,7 +46,7 @@ def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
     if not fits.all():
         rejected["does not fit in memory"] = int((~fits).sum())
     return {"chips": chips, "candidates": considered, "valid": lb.size, "fit": int(fits.sum()),
-            "fit_without_recompute": int(no_rec.sum()), "rejected": dict(rejected),
+            "fit_without_recompute": int(no_rec.sum()), "rejected": rejected,
             "best_layout": best.describe() if best else None,
             "best_recompute": None if best is None else best.recompute.name.lower()}
 

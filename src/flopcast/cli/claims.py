@@ -10,8 +10,7 @@ import click
 from .. import api
 from ..progress import Progress
 from ..report.text_table import Column, fold, render, sideways, width
-from ..errors import FlopcastError
-from .options import calibration_option, executor_options, report_options
+from .options import calibration_option, check_executor, executor_options, report_options
 from .render import emit_report, to_json
 
 # the summary table: the claim and the estimates wrap within their widths (characters), why takes the rest
@@ -134,8 +133,7 @@ def claims(as_json, quick, calibration, engine, address, workers, html, png):
     and a verdict (consistent / optimistic / pessimistic / cannot tell) with why. Takes tens of seconds;
     a progress line per claim goes to stderr.
     """
-    if address is not None and engine != "ray":
-        raise FlopcastError("--address is for --engine ray")
+    check_executor(engine, address)
     with Progress("checking the claims", unit="claims") as bar:
         out = api.claims(quick=quick, progress=bar.step, calibration=calibration, engine=engine, workers=workers,
                          address=address)

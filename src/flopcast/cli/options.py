@@ -103,6 +103,12 @@ def economics_options(f):
     return f
 
 
+def check_executor(engine: str, address: str | None) -> None:
+    """--address names a Ray cluster: only with --engine ray."""
+    if address is not None and engine != "ray":
+        raise FlopcastError("--address is for --engine ray")
+
+
 def executor_options(f):
     """--engine, --address, --workers: where a command's independent pieces run (sweep/executors.py)."""
     f = click.option("--workers", type=click.IntRange(min=1, max=4096), default=1, show_default=True,

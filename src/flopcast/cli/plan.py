@@ -8,10 +8,10 @@ from ..limits import click_type
 from .. import api
 from ..progress import Progress
 from ..units import DAY, fmt_count
-from ..errors import FlopcastError
-from .options import (calibration_option, csv_option, cuda_graphs_option, economics_options, executor_options,
-                      layout_from, layout_options, report_options)
+from .options import (calibration_option, check_executor, csv_option, cuda_graphs_option, economics_options,
+                      executor_options, layout_from, layout_options, report_options)
 from .render import echo, echo_json, emit_report, write_csv
+from .render import num as _num
 from ..report.text_table import Column, render, sideways
 
 
@@ -24,13 +24,6 @@ def _reports():
 def _fmt_rejected(rejected: dict) -> list[str]:
     rows = [[v, k] for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
     return render([Column("candidates", ",d"), Column("rule", text=True)], rows, indent="  ", header=False)
-
-
-def _num(x) -> str:
-    """A rate or a time as a person writes it: 255, 47.7, 0.48 (three figures or whole numbers)."""
-    if x is None:
-        return "n/a"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
 
 
 def _na(value, reason, fmt):
@@ -173,8 +166,7 @@ def _answer_lines(out) -> list[str]:
 def plan(model, hardware, tokens, deadline, budget, pareto, max_global_batch, price_per_hour, power_w, pue,
          calibration, csv_path, as_json, seq_len, engine, address, workers, html, png, **kw):
     """Size a cluster of HARDWARE for MODEL: from a deadline, a budget, or as a size/time/cost frontier."""
-    if address is not None and engine != "ray":
-        raise FlopcastError("--address is for --engine ray")
+    check_executor(engine, address)
     with Progress("planning", enabled=not as_json) as bar:
         res = api.plan(model, hardware, tokens=tokens, deadline=deadline, budget=budget, pareto=pareto,
                        seq_len=seq_len, calibration=calibration, progress=bar, max_global_batch=max_global_batch,

@@ -49,6 +49,13 @@ def echo(text: str = "") -> None:
             click.echo(part)
 
 
+def num(x) -> str:
+    """A rate or a time as a person writes it: 255, 47.7, 0.48 (three figures or whole numbers); None: n/a."""
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
 def emit_report(html, png, report) -> list:
     """Write `report` (a report.html.Report, or a function returning one, called only when needed) as HTML
     and/or PNGs; say where on stderr. Does nothing when neither path is given."""

@@ -13,6 +13,7 @@ from ..report.text_table import Column, figures, fold, render
 from ..units import GiB
 from .options import calibration_option, report_options
 from .render import echo_json, emit_report
+from .render import num as _num
 
 
 def _reports():
@@ -247,10 +248,5 @@ def _latency_table(res, b, interval) -> list[str]:
             for name, d, key in (("  TTFT", res.ttft_s, "ttft_s"), ("  TPOT", res.tpot_s, "tpot_s"),
                                  ("  end-to-end", res.e2e_s, "e2e_s"))]
     return render(_LATENCY, rows)
-
-
-def _num(x) -> str:
-    """A rate as a person writes it: 255, 47.7, 0.48."""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
 
 

@@ -10,6 +10,7 @@ from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..units import fmt_duration
+from .options import check_executor
 from .render import echo_json
 
 
@@ -29,8 +30,7 @@ def sweep(file, out, engine, address, workers, resume, html, as_json):
     """Run every scenario of a sweep FILE (models x systems x what-ifs x chips x tokens) and write one row each."""
     if html is not None and not str(html).strip():
         raise FlopcastError("--html needs a file name, e.g. --html sweep.html")
-    if address is not None and engine != "ray":
-        raise FlopcastError("--address is for --engine ray")
+    check_executor(engine, address)
     with Progress("sweep", unit="scenarios", enabled=not as_json) as bar:
         run = api.sweep(file, out, engine=engine, workers=workers, address=address, resume=resume, progress=bar)
     if html:

@@ -147,7 +147,6 @@ class _Found:
     keys: list = field(default_factory=list)
     best: float = np.inf
     evaluated: int = 0
-    pruned: int = 0
     reached: bool = False  # a fitting layout at least as fast as `best` started (the cutoff) was found
     unfit: list = field(default_factory=list)  # (layouts, keys) memory alone ruled out, not evaluated
 
@@ -224,24 +223,16 @@ class _Lane:
     def __init__(self, model, system, chips: int, space: S.SearchSpace, table: WorkTable, allow_idle: bool,
                  cutoff: float | None, software: Software):
         self.model, self.system, self.table, self.cutoff, self.software = model, system, table, cutoff, software
-        self.ch = ch = S._choices(model, system, chips, space)
-        self.tally = tally = S._Tally()
+        base, self.pairs, ch, tally = S._passing_base(model, system, chips, space, allow_idle)
+        self.ch, self.tally = ch, tally
         self.active, self.broken, self.base = True, False, None
-        rows = S._base_rows(model, chips, space, ch, allow_idle, tally)
         trainable = tuple(d for d in ch.dtype if not S.training_dtype_problem(system.chip, Dtype(int(d))))
-        self.pairs = S._schedule_pairs(space, ch, len(rows), tally) if len(rows) else []
         self.n_exp = len(self.pairs) * ch.per_schedule_pair
-        if not len(rows) or not self.pairs or not trainable:
+        if base is None or not trainable:  # the outcome is None: the caller searches in full
             self.active = False
             return
-        base = np.asarray(rows, dtype=np.int64)
-        ok = S._apply(S.base_rules(model, system, *base.T, chips, exact_chips=False),
-                      np.ones(len(base), dtype=bool), tally.rejected, self.n_exp)
-        tally.considered += int(np.count_nonzero(~ok)) * self.n_exp + int(np.count_nonzero(ok)) * self.n_exp
-        self.base = base[ok]
-        if not len(self.base):
-            self.active = False
-            return
+        tally.considered += len(base) * self.n_exp  # the rows past the rules (those it ruled out are counted)
+        self.base = base
         self.bound = row_bounds(model, table, self.base, ch, self.pairs, trainable)
         self.order = np.argsort(self.bound, kind="stable")
         self.found = _Found(best=np.inf if cutoff is None else float(cutoff))
@@ -321,7 +312,6 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
     lb, key = lb.take(idx), key[idx]
     lower = layout_bounds(model, table, lb)
     promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
-    found.pruned += lb.size - promising.size
     if not promising.size:
         return None
     lb, key, lower = lb.take(promising), key[promising], lower[promising]

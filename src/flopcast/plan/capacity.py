@@ -196,14 +196,18 @@ def round_sizes(lo: int, hi: int) -> list[int]:
     of p / 8 (1,024, 1,152, 1,280, ... nodes; every count below 16 nodes). Sizes in between buy little: at an
     odd node count few batch and layout choices divide the chips, so their times form a sawtooth, not a
     finer answer; a size on this grid is within 12.5% of any size between its neighbours."""
-    p = 2 ** int(math.log2(max(lo, 1)))
-    step = max(1, p // SIZE_STEPS_PER_OCTAVE)
+    step = _size_step(lo)
     return sorted({lo, hi} | set(range(-(-lo // step) * step, hi, step)))
+
+
+def _size_step(n: int) -> int:
+    """The round sizes' step above n nodes: an eighth of the power of two at or below n (at least 1)."""
+    return max(1, 2 ** int(math.log2(max(n, 1))) // SIZE_STEPS_PER_OCTAVE)
 
 
 def _round_up(n: int) -> int:
     """The smallest round size (round_sizes) at or above n nodes."""
-    step = max(1, 2 ** int(math.log2(max(n, 1))) // SIZE_STEPS_PER_OCTAVE)
+    step = _size_step(n)
     return -(-n // step) * step
 
 

@@ -25,8 +25,7 @@ from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
 from ..model.system import Dtype, System
 from ..model.workload import Model
-from .flops import (_attention_flops_per_token, _mlp_flops_per_token,  # noqa: F401 (re-exported)
-                    _selective_flops_per_token, model_flops_per_token)
+from .flops import _attention_flops_per_token, _mlp_flops_per_token, _selective_flops_per_token, model_flops_per_token
 from .layer import Layer, gemm_kwargs, layer_times
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
@@ -150,7 +149,6 @@ def _kinds(model: Model) -> list[tuple[float, bool, bool]]:
             if count and share > 0:
                 out.append((count * share, moe_layer, sliding))
     return out
-
 
 
 def _edges(c: _Ctx, kinds, ep_exposed: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -52,15 +52,19 @@ TOOL_COUNTS_FINISHED = frozenset({"guidellm"})
 # benchmarks' docker-compose files); a row whose engine column names TGI is served by it
 TGI_ROUTER = {"waiting_served_ratio": 0.3, "max_waiting_tokens": 20}
 DEFAULT_DURATION_S = 120.0  # a benchmark of unstated length: guidellm 0.1's --max-seconds default
+# a request-count sizing bound, not a prediction: 1 ms per output token (and per request at least) is faster than
+# any engine in the serving files (their fastest measured TPOT is several ms), so the count below covers the duration
+FASTEST_TPOT_S = 1e-3
+FASTEST_REQUEST_S = 1e-3
 MAX_REQUESTS = 4000  # simulated requests per row at most (a long benchmark's steady state is reached well before)
 MIN_REQUESTS = 20
 # the load columns of the serving schema (validate/inference.SERVING), each cell's type and physical range: the
 # command line's bounds (limits.py); a benchmark of at most 1e7 s (115 days) and 1e7 requests/s
-_TOKENS = LIMITS["input_tokens"].high
+TOKENS_HIGH = LIMITS["input_tokens"].high  # tokens per request at most (limits.py), for the token columns
 LOAD_SCHEMA = {
     "load_tool": TEXT, "load": TEXT, "concurrency": count(1, 1e6), "request_rate_per_s": real(1e7),
-    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, _TOKENS), "duration_s": real(1e7),
-    "statistic": TEXT, "input_tokens_spread": count(0, _TOKENS), "output_tokens_spread": count(0, _TOKENS),
+    "server_batch": count(1, LIMITS["max_batch"].high), "max_seq_len": count(1, TOKENS_HIGH), "duration_s": real(1e7),
+    "statistic": TEXT, "input_tokens_spread": count(0, TOKENS_HIGH), "output_tokens_spread": count(0, TOKENS_HIGH),
 }
 LOAD_COLUMNS = tuple(LOAD_SCHEMA)
 
@@ -110,7 +114,7 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
         return None, []
     notes = []
     server = _number(row, "server_batch") or 0
-    clients = _number(row, "concurrency") or 0
+    stated_clients = clients = _number(row, "concurrency") or 0
     rate = _number(row, "request_rate_per_s") or 0.0
     if load == Load.SYNCHRONOUS:
         clients = 1
@@ -127,7 +131,7 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
         duration = DEFAULT_DURATION_S
         notes.append(f"duration_s blank: {DEFAULT_DURATION_S:g} s (guidellm 0.1's default benchmark length)")
     spreads = [_number(row, k) or 0 for k in ("input_tokens_spread", "output_tokens_spread")]
-    stated = load in (Load.THROUGHPUT, Load.CONCURRENCY) and bool(_number(row, "concurrency"))
+    stated = load in (Load.THROUGHPUT, Load.CONCURRENCY) and bool(stated_clients)
     engine = _cell(row, "engine").lower()
     tgi = engine.startswith("tgi") or "text-generation-inference" in engine
     return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, stated, tgi, rate, server,
@@ -172,7 +176,7 @@ def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_t
     if replicas > 1:
         config = replace(config, replicas=replicas, routing=S.Routing.ROUND_ROBIN)
     # enough requests for the duration at the fastest the server could take them, within the bounds
-    e2e_guess = max(1e-3, output_tokens * 1e-3)
+    e2e_guess = max(FASTEST_REQUEST_S, output_tokens * FASTEST_TPOT_S)
     n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, load.clients * math.ceil(load.duration_s / e2e_guess) + load.clients)))
     i, o = lengths(load, n, input_tokens, output_tokens)
     until = load.duration_s if load.tool in TOOL_COUNTS_FINISHED else math.inf

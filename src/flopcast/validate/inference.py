@@ -38,13 +38,12 @@ CAL_PATH = catalog.DATA / "inference_calibration.yaml"
 # The serving schema (validation/README.md): every column a serving row may have, with its cell's type and
 # physical range (the command line's bounds, limits.py); input_tokens 0 is a decode-only benchmark; the measured
 # figures are positive, at most 1,000x the fastest published run.
-_TOKENS = LIMITS["input_tokens"].high
 SERVING = RowSchema("the serving schema", {
     "run_id": REQUIRED_TEXT, "source": REQUIRED_TEXT, "source_locator": TEXT, "date": TEXT,
     "hardware": REQUIRED_TEXT, "instance": TEXT, "vcpus": count(1, 1e6), "threads": count(1, LIMITS["threads"].high),
     "chips": count(1, LIMITS["chips"].high), "tp": count(1, LIMITS["tp"].high), "engine": TEXT,
     "model": REQUIRED_TEXT, "weights": REQUIRED_TEXT, "kv_dtype": TEXT, "batch": count(1, LIMITS["max_batch"].high),
-    "input_tokens": count(0, _TOKENS), "output_tokens": count(1, _TOKENS),
+    "input_tokens": count(0, benchmark.TOKENS_HIGH), "output_tokens": count(1, benchmark.TOKENS_HIGH),
     "measured_decode_tokens_per_s_per_stream": real(1e7), "measured_output_tokens_per_s_total": real(1e10),
     "measured_tpot_ms": real(1e7), "measured_ttft_ms": real(1e9), "measured_prefill_tokens_per_s": real(1e10),
     "measured_as": TEXT,

@@ -167,7 +167,7 @@ def software_of(row: dict) -> Software:
     d = source_date(row)
     if d is None:
         base = MODERN_SOFTWARE
-    elif before_software_cutoff(row):
+    elif d < SOFTWARE_CUTOFF:  # before_software_cutoff, its date already read
         base = ERA_2021_SOFTWARE
     else:
         base = EVEN_PIPELINE_SOFTWARE if d < UNEVEN_PIPELINE_SINCE else MODERN_SOFTWARE
@@ -362,11 +362,6 @@ def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
 def predict(case: Case, layout: Layout, cal: Calibration) -> float:
     res = training.evaluate(case.model, case.system, LayoutBatch.of([layout]), cal, software=case.software)
     return float(res["tokens_per_s"][0]) / case.chips
-
-
-def predict_columns(case: Case, layout: Layout, cal: Calibration, k: int) -> np.ndarray:
-    """Tokens/s/chip of one layout under k calibrations at once: cal's parameters are arrays of k values."""
-    return predict_rows([case], [layout], cal, k)[0]
 
 
 def predict_rows(cases: list[Case], layouts: list[Layout], cal: Calibration, k: int) -> np.ndarray:

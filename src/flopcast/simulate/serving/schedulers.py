@@ -113,24 +113,16 @@ def _decode(sim, rep, now: float):
     # nothing else pending (a closed loop's lone replica): the steps up to the next finish, summed at once
     k = 1 if sim.spec is not None or sim.heap or rep.waiting else sim.decode_run(rep)
     if k > 1:
-        n, kv = _decode_rows_kv(sim, rep)
+        n, kv = sim.decode_shape(rep)
         growth = 0.0 if sim.static_shapes else float(rep.n_dec)
         rep.iterations += k - 1
         return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
     return sim.launch(rep, now + decode_step_s(sim, rep), partial(sim.end_decode, rep))
 
 
-def _decode_rows_kv(sim, rep):
-    """(rows, KV tokens read) of a decode step: every decoder attends to the shared cached prefix too (held once,
-    read by each); static shapes pad (Simulation.decode_shape)."""
-    if sim.static_shapes:
-        return sim.decode_shape(rep)
-    return rep.n_dec, rep.ctx_sum + rep.cached_sum
-
-
 def decode_step_s(sim, rep) -> float:
     """Seconds of one decode step of the replica's running sequences (rep.n_dec > 0)."""
-    n, kv = _decode_rows_kv(sim, rep)
+    n, kv = sim.decode_shape(rep)
     spec = sim.spec
     if spec is None:
         return sim.ct(n, n, kv, kv)
