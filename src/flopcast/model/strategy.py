@@ -264,6 +264,12 @@ class LayoutBatch:
     def take(self, index) -> LayoutBatch:
         return LayoutBatch(**{n: getattr(self, n)[index] for n in LAYOUT_FIELDS})
 
+    @classmethod
+    def concat(cls, batches: list[LayoutBatch]) -> LayoutBatch:
+        """The batches one after another (the one batch itself where there is one)."""
+        return batches[0] if len(batches) == 1 else cls(
+            **{n: np.concatenate([getattr(b, n) for b in batches]) for n in LAYOUT_FIELDS})
+
     def layout(self, i: int) -> Layout:
         v = {n: int(getattr(self, n)[i]) for n in LAYOUT_FIELDS}
         return Layout(

@@ -207,8 +207,7 @@ def search_many(model, system, cal, table: WorkTable, cases: list, allow_idle: b
         if not work:
             return [lane.outcome(cal) for lane in lanes]
         batches = [lb for _, (lb, _, _) in work]
-        lb = batches[0] if len(batches) == 1 else LayoutBatch(
-            **{f: np.concatenate([getattr(b, f) for b in batches]) for f in S.LAYOUT_FIELDS})
+        lb = LayoutBatch.concat(batches)
         res = training.evaluate(model, system, lb, cal, software=software)
         at = 0
         for lane, (part, key, lower) in work:
@@ -350,7 +349,7 @@ def _take(res: dict, index: np.ndarray) -> dict:
 def _outcome(found: _Found, tally, ch, valid_before_rules: int) -> S.SearchOutcome:
     keys = np.concatenate(found.keys)
     back = np.argsort(keys, kind="stable")  # the exhaustive search's order, so ties break as there
-    lb = LayoutBatch(**{f: np.concatenate([getattr(b, f) for b in found.batches])[back] for f in S.LAYOUT_FIELDS})
+    lb = LayoutBatch.concat(found.batches).take(back)
     res = _take(_concat(found.results), back)
     fits = np.asarray(res["fits"], dtype=bool)
     per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)

@@ -295,9 +295,7 @@ def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_i
         return LayoutBatch.of([]), tally.rejected, tally.considered, {}
     dtypes: dict = {}
     kept = list(_valid_slices(model, system, base, pairs, ch, tally, dtypes))
-    out = kept[0] if len(kept) == 1 else LayoutBatch(
-        **{n: np.concatenate([getattr(k, n) for k in kept]) for n in LAYOUT_FIELDS})
-    return out, tally.rejected, tally.considered, dtypes
+    return LayoutBatch.concat(kept), tally.rejected, tally.considered, dtypes
 
 
 def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=None):

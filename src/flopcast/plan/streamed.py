@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.strategy import LAYOUT_FIELDS, LayoutBatch
+from ..model.strategy import LayoutBatch
 
 
 def _take(res: dict, index) -> dict:
@@ -30,11 +30,6 @@ def _join(parts: list[dict]) -> dict:
     first = parts[0]
     return {k: ({kk: np.concatenate([p[k][kk] for p in parts]) for kk in v} if isinstance(v, dict)
                 else np.concatenate([p[k] for p in parts])) for k, v in first.items()}
-
-
-def _join_batches(batches: list[LayoutBatch]) -> LayoutBatch:
-    return batches[0] if len(batches) == 1 else LayoutBatch(
-        **{f: np.concatenate([getattr(b, f) for b in batches]) for f in LAYOUT_FIELDS})
 
 
 @dataclass
@@ -58,7 +53,7 @@ class Kept:
         pick = self._pick(score, fits, np.asarray(res["memory_bytes"], dtype=float), position)
         lb, res, score, position = lb.take(pick), _take(res, pick), score[pick], position[pick]
         if self.batch is not None:
-            lb, res = _join_batches([self.batch, lb]), _join([self.results, res])
+            lb, res = LayoutBatch.concat([self.batch, lb]), _join([self.results, res])
             score, position = np.concatenate([self.score, score]), np.concatenate([self.position, position])
             pick = self._pick(score, np.asarray(res["fits"], dtype=bool), np.asarray(res["memory_bytes"],
                                                                                      dtype=float), position)
