@@ -28,7 +28,7 @@ BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
 PARTIAL_SCOPE = ["moe_router", "moe_preprocess"]
 
 
-def _settings(model, system, layout, graphs) -> tuple[dict, list, list]:
+def _settings(model, layout, system=None, graphs=CudaGraphs.NONE) -> tuple[dict, list, list]:
     """(Megatron-Core field -> value, no-equivalent lines, assumed lines): the layout, the model's dimensions and
     the run-time choices the forecast assumed (`_runtime`) as TransformerConfig / ModelParallelConfig name them;
     True is a bare flag, None leaves a field out."""
@@ -111,7 +111,7 @@ def hierarchical_dispatch(model, system, layout) -> bool:
     whose expert-parallel group, ranks etp apart, spans more than the innermost tier's domain, the node): what
     DeepEP's dispatcher does (DeepSeek-V3 report sec. 3.2.2), Megatron-Core's flex dispatcher with DeepEP."""
     e = model.moe
-    if not (e and e.groups and e.topk_groups) or len(system.tiers) < 2:
+    if not (e and e.groups and e.topk_groups) or system is None or len(system.tiers) < 2:
         return False
     per_node = max(1, min(layout.ep, system.tiers[0].size // max(layout.expert_tp, 1)))
     return layout.ep > per_node
@@ -164,7 +164,7 @@ def _lm_sharding(layout) -> list[str]:
 def megatron_lm(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
     """torchrun + pretrain_gpt.py flags that start the layout on mock data (give --data-path for real data), with
     the CUDA-graph capture `graphs` the forecast assumed."""
-    s, missing, assumed = _settings(model, system, layout, graphs)
+    s, missing, assumed = _settings(model, layout, system, graphs)
     args = []
     for field, value in s.items():
         if value is None or value is False or field == "virtual_pipeline_model_parallel_size":
@@ -208,7 +208,7 @@ def _quote(value) -> str:
 
 def megatron_bridge(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
     """Megatron-Bridge (NeMo 2's successor) ConfigContainer overrides in YAML for a pretraining recipe."""
-    s, missing, assumed = _settings(model, system, layout, graphs)
+    s, missing, assumed = _settings(model, layout, system, graphs)
     model_section = {k: v for k, v in s.items() if v is not None and k not in ("max_position_embeddings",)}
     if model.mlp == Mlp.SWIGLU:
         model_section.update(gated_linear_unit=True, normalization="RMSNorm", position_embedding_type="rope",
