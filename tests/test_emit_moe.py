@@ -81,3 +81,14 @@ def test_a_forecast_launches_with_the_capture_it_assumed():
     assert args["--cuda-graph-impl"] == "transformer_engine" and "--overlap-moe-expert-parallel-comm" in args
     eager = flopcast.train("qwen3-30b-a3b", "p5.48xlarge", 8, **layout)  # a GPU's default: eager
     assert "--cuda-graph-impl" not in megatron_args(eager.launch("megatron").text)
+
+
+@pytest.mark.parametrize("framework, hardware, layout", [
+    ("neuron", "trn2.48xlarge", Layout(tp=4, pp=1, dp=16, ep=8, etp=4, micro_batch=1, global_batch=64,
+                                       schedule=Schedule.ONE_F_ONE_B_OVERLAP)),
+    ("maxtext", "tpu-v5p-pod", Layout(tp=1, pp=1, dp=64, ep=8, micro_batch=1, global_batch=64,
+                                      schedule=Schedule.ONE_F_ONE_B_OVERLAP)),
+])
+def test_frameworks_without_the_overlap_say_so(framework, hardware, layout):
+    r = emit.training(framework, catalog.load_model("qwen3-30b-a3b"), catalog.system_for(hardware), layout)
+    assert any(n.startswith("schedule 1f1b-overlap") for n in r.no_equivalent), r.no_equivalent
