@@ -24,7 +24,7 @@ from .objectives import objective_score, step_score
 from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
 from . import streamed
-from .shared import SearchShare, SharedLayouts
+from .shared import SearchShare, SharedLayouts, floor
 
 
 @dataclass(frozen=True)
@@ -386,15 +386,14 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
                                  software, bound, failures)
         if reused is not None:
-            outcome, evaluated, steps = reused
-            shared.add_bound(key, system, cal, evaluated, steps, bound, lb.size)
+            outcome, evaluated, floors = reused
+            shared.add_bound(key, system, cal, evaluated, floors, bound, lb.size)
             return outcome
         shared.forget(key)
     res = _evaluate_chunked(model, system, lb, cal, progress, software)
     if shared is not None and (hit is None or hit.memory is None):
         shared.put(key, replace(hit or entry, memory=np.asarray(res["memory_bytes"], dtype=float)))
-        shared.add_bound(key, system, cal, np.arange(lb.size), np.asarray(res["step_time_s"], dtype=float), None,
-                         lb.size)
+        shared.add_bound(key, system, cal, np.arange(lb.size), floor(res, lb.schedule), None, lb.size)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -411,9 +410,9 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
                     failures=None):
     """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
     does, the smallest footprint is shown, which needs every layout), and of those, where a lower bound of each
-    layout's step time is known (from a variant at least as fast in every respect: more bandwidth or FLOP/s is
-    never slower), only those whose bound could beat the best exact score of the most promising ones.
-    (outcome, evaluated indices, their step times), or None where the memory it computes differs from the
+    layout's step time is known (the floors of variants at least as fast in every respect, plan/shared.py), only
+    those whose bound could beat the best exact score of the most promising ones.
+    (outcome, evaluated indices, their floors), or None where the memory it computes differs from the
     known one or a step time falls below its bound (then the reuse was wrong and the caller searches in full)."""
     fit = np.nonzero(memory <= system.chip.memory)[0]
     keep = fit
@@ -422,8 +421,8 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
         probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
         incumbent = float(np.min(objective_score(probe_res, system, objective, failures)))
-        # the probe is kept too: were its exact steps below their bounds (a step time not monotone in the
-        # speeds), the check below sees it and the caller searches in full, instead of an empty answer
+        # the probe is kept too: were its exact steps below their bounds (a part of the floor not monotone in
+        # the speeds), the check below sees it and the caller searches in full, instead of an empty answer
         keep = np.union1d(fit[lower <= incumbent * (1 + 1e-9)], probe)
     sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
@@ -438,7 +437,8 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         rejected["does not fit in memory"] = int(lb.size - fit.size)
     score = objective_score(res, system, objective, failures)
     order = np.argsort(score, kind="stable")
-    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep, step
+    return (SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep,
+            floor(res, sub.schedule))
 
 
 CHUNK = 262_144
