@@ -23,6 +23,12 @@ OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m and v (Rajbhandari et al. 2
 RESERVE_BYTES = 2 * GiB
 
 
+def fits(memory_bytes, chip):
+    """Whether a layout fits: its bytes per chip (the runtime reserve counted in them) at most the chip's HBM. The
+    one rule the forecast, the searches and the claims decide by; a float or an array of them."""
+    return memory_bytes <= chip.memory
+
+
 def mlp_activation_elems(h, ffn, mlp: Mlp):
     """Sharded (split by tp) elements per token stored by one MLP: GeLU in and out (Korthikanti 8sbh+8sbh
     in bytes), or SwiGLU's gate and up outputs and their product."""

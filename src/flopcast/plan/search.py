@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..cost.memory import fits as fits_in
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
@@ -381,7 +382,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
+    if hit is not None and hit.memory is not None and fits_in(hit.memory, system.chip).any():
         bound = shared.bound(key, system, cal)
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
                                  software, bound, failures)
@@ -414,7 +415,7 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
     those whose bound could beat the best exact score of the most promising ones.
     (outcome, evaluated indices, their floors), or None where the memory it computes differs from the
     known one or a step time falls below its bound (then the reuse was wrong and the caller searches in full)."""
-    fit = np.nonzero(memory <= system.chip.memory)[0]
+    fit = np.nonzero(fits_in(memory, system.chip))[0]
     keep = fit
     if bound is not None:
         lower = step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective, failures)

@@ -482,7 +482,7 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
         time_parts=parts,
         memory_parts=mem,
         memory_bytes=mem_total,
-        fits=mem_total <= c.system.chip.memory,
+        fits=memory.fits(mem_total, c.system.chip),
         microbatches=c.m,
         tokens_per_s=tokens / step,
         tokens_per_s_per_chip=tokens / step / chips,
