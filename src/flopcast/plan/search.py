@@ -21,7 +21,7 @@ from ..model.workload import Model
 from ..simulate import training
 from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
-from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
+from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
 from . import streamed
 from .shared import SearchShare, SharedLayouts
