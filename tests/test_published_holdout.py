@@ -55,3 +55,14 @@ def test_a_blank_cell_comes_from_the_relative_agreeing_with_the_stated_cells():
     assert model.seq_len == 8192 and any("llama3-8b" in s for s in said)
     model, said = vt.model_and_assumptions({**row, "kv_heads": "32", "ffn_hidden": "11008", "vocab": "32000"})
     assert model.seq_len == 4096 and any("llama2-7b" in s for s in said)
+
+
+def test_torchtitan_h100_rows_run_on_the_grand_teton_part_their_source_describes():
+    # torchtitan benchmarks: 96 GB HBM2e at 2.4 TB/s, 500 W power limit, 8 GPUs per host, 400 Gb/s RDMA per GPU
+    chip = catalog.load_chip("h100-sxm-96gb")
+    assert (chip.memory, chip.memory_bandwidth, chip.power) == (96e9, 2.4e12, 500.0)
+    system = catalog.load_system(chip.default_system)
+    assert system.chips_per_node == 8 and system.tiers[-1].bandwidth == 400e9 / 8
+    with open(HOLDOUT, newline="") as f:
+        titan = [r for r in csv.DictReader(f) if r["source"] in ("torchtitan-2024-12", "torchtitan-2025-06")]
+    assert len(titan) == 19 and {r["hardware"] for r in titan} == {"h100-sxm-96gb"}
