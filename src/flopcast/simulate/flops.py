@@ -36,6 +36,16 @@ def _mlp_flops_per_token(model: Model) -> float:
     return 2.0 * params.mlp_matmul_params_per_token(model)
 
 
+def _op_flops_per_token(model: Model) -> float:
+    """FLOPs per token torchtitan's per-operator recomputation repeats (simulate.layer._op_recomputed_fwd): the forward
+    of every second matmul of a block, wk, wo and the MLP's w3 (SwiGLU) or down projection (GeLU); an MLA or MoE
+    model's as half of its GEMMs' forward."""
+    if model.mla or model.moe:
+        return params.matmul_params_per_token(model)
+    per_layer = model.hidden * (model.kv_dim + model.attn_out_dim + model.ffn_hidden)
+    return 2.0 * per_layer * (model.layers + model.mtp_layers)
+
+
 def model_flops_per_token(model: Model) -> float:
     """Model FLOPs per trained token: 6N + 12 L H Q T (PaLM, Chowdhery et al. 2022, App. B).
 

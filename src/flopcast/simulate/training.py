@@ -25,7 +25,8 @@ from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
 from ..model.system import Dtype, System
 from ..model.workload import Model
-from .flops import _attention_flops_per_token, _mlp_flops_per_token, _selective_flops_per_token, model_flops_per_token
+from .flops import (_attention_flops_per_token, _mlp_flops_per_token, _op_flops_per_token, _selective_flops_per_token,
+                    model_flops_per_token)
 from .layer import Layer, gemm_kwargs, layer_times
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
@@ -187,16 +188,21 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     The expert-parallel all-to-all is exposed in full; under DualPipe and combined 1F1B, in the paired share of
     micro-batches, it runs beside another micro-batch's compute (which then has the SMs the all-to-all leaves it)
     and only the excess over that compute is exposed."""
-    L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
-    fwd, bwd, selective, mlp = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd"))
+    L, sched = c.model.layers, c.lb.schedule
+    exposed = 1.0 - (c.cal.tp_overlap if c.software.tp_comm_overlap else 0.0)
+    fwd, bwd, selective, mlp, op = (_per_layer(kinds, L, a)
+                                    for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd", "op_fwd"))
     rc = c.lb.recompute
-    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(rc == Recompute.MLP, mlp,
-                                                                                             0.0)))
+    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(
+        rc == Recompute.MLP, mlp, np.where(rc == Recompute.OP, op, 0.0))))
     # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
     # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
-    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation
+    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation; per-operator
+    # recomputation saves the reduce-scatters' outputs but not the all-gathers' (torchtitan _save_list), so the two
+    # forward all-gathers run again
     mlp_rec = rc == Recompute.MLP
-    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec, 1.25, 1.0)) * exposed
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec | (rc == Recompute.OP), 1.25,
+                                                                                  1.0)) * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
@@ -382,7 +388,8 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
                    for n, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(lb.recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(c.f["pp"], c.v, c.m, lb.schedule)
-    working = np.where(c.full_rec, act_full_layer, 0.0)  # the one layer being recomputed
+    # the one layer being recomputed (per-operator recomputation rebuilds a whole block's forward too)
+    working = np.where(c.full_rec | (lb.recompute == Recompute.OP), act_full_layer, 0.0)
     pp = c.f["pp"]
     last_layers = stage_layers + model.mtp_layers  # the MTP modules sit with the output head
     first = stage_layers * act_layer * inflight + working + T * h * memory.ACT_BYTES
@@ -476,7 +483,8 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
                                np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
                                         np.where(rc == Recompute.MLP, _mlp_flops_per_token(model)
                                                  + (0.0 if c.software.flash_attention
-                                                    else _attention_flops_per_token(model) / 3.0), 0.0)))
+                                                    else _attention_flops_per_token(model) / 3.0),
+                                                 np.where(rc == Recompute.OP, _op_flops_per_token(model), 0.0))))
     return dict(
         step_time_s=step,
         time_parts=parts,
