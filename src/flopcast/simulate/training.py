@@ -276,6 +276,15 @@ def _pipeline_parts(c: _Ctx, lt: dict, st: dict, t_embed, t_logits) -> dict:
     return parts
 
 
+def weight_dp(f: dict):
+    """The ranks that hold the same dense weights and so reduce their gradients and shard their optimizer states
+    (ZeRO) and weights (FSDP) together: the data-parallel and the context-parallel ones, which see different
+    tokens of the same sequences. Megatron-Core's DistributedDataParallel and distributed optimizer use the
+    data-parallel group with context parallelism (parallel_state.get_data_parallel_group(with_context_parallel=True));
+    torchtitan shards FSDP over its dp_shard x cp mesh (parallelize_llama.py, dp_shard_cp)."""
+    return f["dp"] * f["cp"]
+
+
 def expert_dp(f: dict):
     """Expert data-parallel degree: the stage's tp x cp x dp ranks over etp x ep (MoE Parallel Folding, Liu et al.
     2025, arXiv:2504.14960, sec. 3), at least 1."""
@@ -308,9 +317,9 @@ def _stage_params(c: _Ctx, stage_layers) -> tuple[np.ndarray, np.ndarray, float]
 def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, layer_dense) -> dict:
     """Exposed data-parallel communication and the optimizer step (Rajbhandari et al. 2020)."""
     system, cal, sw, sharding = c.system, c.cal, c.software, c.lb.sharding
-    tp, dp, cp, ep, T = c.f["tp"], c.f["dp"], c.f["cp"], c.f["ep"], c.x["T"]
+    tp, dp, ep, T = c.f["tp"], weight_dp(c.f), c.f["ep"], c.x["T"]
     edp, edp_stride = expert_dp(c.f), c.f["etp"] * ep
-    dp_stride = tp * cp
+    dp_stride = tp  # the context-parallel ranks of a data-parallel replica sit next to each other, tp apart
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
     u, inverse_d = _distinct(c.lb, DP_FIELDS, c.dedupe)
 
@@ -363,7 +372,7 @@ def _dp_unsharded(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, 
 
 def _optimizer(c: _Ctx, dense_params, expert_params):
     """The optimizer step: memory-bound Adam over the parameters this chip owns."""
-    dp, edp = c.f["dp"], expert_dp(c.f)
+    dp, edp = weight_dp(c.f), expert_dp(c.f)
     owned = np.where(c.lb.sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp,
                      dense_params + expert_params)
     chip, fam = c.system.chip, c.cal.for_chip(c.system.chip)
@@ -374,10 +383,11 @@ def _optimizer(c: _Ctx, dense_params, expert_params):
 def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes) -> dict:
     """Bytes per chip on the busiest stage: weights, gradients, optimizer states, activations, other."""
     model, lb, T, h = c.model, c.lb, c.x["T"], c.model.hidden
-    tp, dp, L = c.f["tp"], c.f["dp"], model.layers
+    tp, L = c.f["tp"], model.layers
     w_bytes, g_bytes, o_bytes = memory.state_bytes_per_param(lb.dtype)
-    weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, expert_dp(c.f), lb.sharding,
-                                               dtype_weight_bytes=w_bytes, grad_bytes=g_bytes, optimizer_bytes=o_bytes)
+    weights, grads, optim = memory.state_bytes(dense_params, expert_params, weight_dp(c.f), expert_dp(c.f),
+                                               lb.sharding, dtype_weight_bytes=w_bytes, grad_bytes=g_bytes,
+                                               optimizer_bytes=o_bytes)
     fp8 = c.x["fp8"]
 
     def act(rc):
