@@ -23,11 +23,11 @@ from ..cost import comm, compute, memory, params, pipeline
 from ..cost.comm import Collective
 from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
-from ..model.system import Dtype, System
+from ..model.system import System
 from ..model.workload import Model
-from .flops import (_attention_flops_per_token, _mlp_flops_per_token, _op_flops_per_token, _selective_flops_per_token,
-                    model_flops_per_token)
+from .flops import model_flops_per_token, recompute_flops_per_token
 from .layer import Layer, gemm_kwargs, layer_times
+from .peaks import GEMM_BYTES, QUANTIZED_CODES, peaks
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
@@ -36,33 +36,6 @@ OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B)
 LAYER_FIELDS = ("tp", "cp", "ep", "etp", "micro_batch", "sequence_parallel", "dtype")
 # The layout fields the data-parallel collectives depend on (parameters per stage and the groups).
 DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "schedule")
-
-
-# Share of the linear-layer GEMM FLOPs a 4-bit recipe keeps in BF16: NVIDIA's NVFP4 pretraining recipe runs
-# the forward, data-gradient and weight-gradient GEMMs of the linear layers in FP4 except about 16% of them
-# (the 12B model's first two and last eight blocks), and keeps embeddings, the output head, attention and
-# norms in BF16 (arXiv:2509.25149, sec. 4.1 "Linear layers in higher precision"); its MXFP4 comparison
-# uses the same recipe. FP8 (Transformer Engine) and INT8 (AQT) recipes quantize every linear layer.
-FP4_BF16_GEMM_SHARE = 0.16
-QUANTIZED_CODES = np.array(sorted(d for d in Dtype if d.quantized))
-GEMM_BYTES = np.array([d.gemm_bytes for d in Dtype])
-
-
-def _peaks(chip, dtypes: np.ndarray):
-    """(nominal GEMM peak, effective GEMM peak, attention/elementwise peak) per layout; NaN where the chip
-    lacks the dtype. The effective peak of a 4-bit recipe mixes in BF16 for FP4_BF16_GEMM_SHARE of the
-    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by."""
-    table = np.full(len(Dtype), np.nan)
-    for d in Dtype:
-        try:
-            table[d] = chip.peak(d)
-        except ValueError:
-            pass
-    nominal = table[dtypes]
-    fp4 = (dtypes == Dtype.NVFP4) | (dtypes == Dtype.MXFP4)
-    mixed = 1.0 / ((1.0 - FP4_BF16_GEMM_SHARE) / nominal + FP4_BF16_GEMM_SHARE / table[Dtype.BF16])
-    attn = table[np.where(np.isin(dtypes, QUANTIZED_CODES), Dtype.BF16, dtypes)]
-    return nominal, np.where(fp4, mixed, nominal), attn
 
 
 def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +88,7 @@ def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
     f = {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
     f["etp"] = lb.expert_tp.astype(float)
     tp, dtype = f["tp"], lb.dtype
-    peak_nominal, peak_gemm, peak_attn = _peaks(system.chip, dtype)
+    peak_nominal, peak_gemm, peak_attn = peaks(system.chip, dtype)
     # fp8: GEMMs in any narrow format (FP8, INT8, NVFP4, MXFP4); every one takes the family's fitted
     # low-precision (FP8) GEMM efficiency, no FP4 or INT8 training run being in the calibration data
     quantized = np.isin(dtype, QUANTIZED_CODES)
@@ -277,11 +250,8 @@ def _pipeline_parts(c: _Ctx, lt: dict, st: dict, t_embed, t_logits) -> dict:
 
 
 def weight_dp(f: dict):
-    """The ranks that hold the same dense weights and so reduce their gradients and shard their optimizer states
-    (ZeRO) and weights (FSDP) together: the data-parallel and the context-parallel ones, which see different
-    tokens of the same sequences. Megatron-Core's DistributedDataParallel and distributed optimizer use the
-    data-parallel group with context parallelism (parallel_state.get_data_parallel_group(with_context_parallel=True));
-    torchtitan shards FSDP over its dp_shard x cp mesh (parallelize_llama.py, dp_shard_cp)."""
+    """Ranks holding the same dense weights, which reduce gradients and shard ZeRO/FSDP states together: dp x cp
+    (Megatron-Core: parallel_state.get_data_parallel_group(with_context_parallel=True); torchtitan: dp_shard_cp)."""
     return f["dp"] * f["cp"]
 
 
@@ -488,13 +458,7 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     tokens = f["global_batch"] * model.seq_len
     flops_per_token = model_flops_per_token(model)
     model_flops_rate = tokens * flops_per_token / step / chips
-    rc = c.lb.recompute
-    rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
-                               np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
-                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model)
-                                                 + (0.0 if c.software.flash_attention
-                                                    else _attention_flops_per_token(model) / 3.0),
-                                                 np.where(rc == Recompute.OP, _op_flops_per_token(model), 0.0))))
+    rec_flops_token = recompute_flops_per_token(model, c.lb.recompute, c.software.flash_attention)
     return dict(
         step_time_s=step,
         time_parts=parts,
