@@ -15,14 +15,14 @@ import numpy as np
 from ..cost.memory import fits as fits_in
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
-                              virtual_stages_allowed)
+from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, SEARCHED_RECOMPUTE, LayoutBatch, Schedule,
+                              Sharding, Software, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
 from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
-from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
+from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
 from . import streamed
 from .shared import SearchShare, SharedLayouts, floor
@@ -141,7 +141,7 @@ def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _C
         micro_batch=space.micro_batch or (1, 2, 4, 8),
         global_batch=gb_c,
         ep=space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts))),
-        recompute=space.recompute or tuple(Recompute),
+        recompute=space.recompute or SEARCHED_RECOMPUTE,
         sharding=space.sharding or tuple(Sharding),
         sequence_parallel=space.sequence_parallel or (1, 0),
         dtype=space.dtype or (Dtype.BF16,),
