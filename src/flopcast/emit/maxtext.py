@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.strategy import Recompute, Schedule, Sharding, label
 from ..model.system import Dtype
 from ..model.workload import Mlp
 from . import Launch, train_iters
@@ -110,6 +110,9 @@ def _unmapped(model, layout) -> list[str]:
     if layout.recompute == Recompute.OP:
         out.append("recompute op: torchtitan's per-operator policy has no MaxText name; emitted as remat_policy "
                    "minimal, which saves every matmul's output")
+    if layout.schedule in (Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP) and layout.pp == 1:
+        out.append(f"schedule {label(layout.schedule)}: no key; XLA's latency-hiding scheduler decides whether the "
+                   "expert-parallel all-to-all runs behind compute")
     if layout.sharding == Sharding.ZERO2:
         out.append("sharding zero2: no gradient-only sharding; emitted as the data axis with the optimizer sharded "
                    "(shard_optimizer_over_data)")
