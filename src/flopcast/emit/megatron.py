@@ -55,6 +55,10 @@ def _settings(model, layout, system=None, graphs=CudaGraphs.NONE, dispatcher=Dis
         s["recompute_granularity"] = "selective"
     elif layout.recompute == Recompute.MLP:  # Megatron-Core --recompute-modules (its default: core_attn)
         s.update(recompute_granularity="selective", recompute_modules="moe" if model.moe else "mlp")
+    elif layout.recompute == Recompute.OP:
+        s["recompute_granularity"] = "selective"
+        missing.append("recompute op: torchtitan's per-operator policy has no Megatron switch; emitted as selective "
+                       "(core attention), which recomputes less and holds more")
     if layout.dtype not in (Dtype.BF16, Dtype.FP16, Dtype.FP8):
         missing.append(f"dtype {layout.dtype.label}: no mixed-precision setting; the emitted job computes in fp32")
     m = model

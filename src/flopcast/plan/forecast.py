@@ -353,7 +353,7 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
     detail = {
         "tp divides the attention heads": f"tp={layout.tp}, heads={model.heads}, kv heads={model.kv_heads}",
         "tp fits within one node": f"tp={layout.tp}, {system.id} joins {system.tp_domain} chips by its scale-up fabric",
-        "pp x vp does not exceed the layers": f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
+        search_mod.PIPELINE_SLOTS_RULE: f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
         "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, "
                                                       f"micro-batch {layout.micro_batch}",
         "cp divides the sequence": f"cp={layout.cp}, sequence {model.seq_len}",
