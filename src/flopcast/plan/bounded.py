@@ -25,6 +25,7 @@ import numpy as np
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Software
 from ..model.system import Dtype
 from ..simulate import training
+from . import results
 from . import search as S
 from . import streamed
 # re-exported: the planner, forecast, claims and validate take the bounds' table and checks from here
@@ -104,7 +105,7 @@ def search_many(model, system, cal, table: WorkTable, cases: list, allow_idle: b
                 lb = LayoutBatch.concat([p[1] for p in group]) if len(group) > 1 else group[0][1]
                 res, at = training.evaluate(model, system, lb, cal, software=software), 0
                 for lane, part, key, lower in group:
-                    lane.absorb(part, key, lower, _slice(res, at, at + part.size, lb.size))
+                    lane.absorb(part, key, lower, results.take(res, slice(at, at + part.size)))
                     at += part.size
                 group, size = [], 0
             if piece is not None:
@@ -191,14 +192,6 @@ class _Lane:
         # message names it)
         return S.SearchOutcome(lb, res, order, self.tally.considered, rejected, valid=None if kept.fit else
                                found.evaluated, fit=kept.fit, evaluated=found.evaluated)
-
-
-def _slice(res: dict, start: int, stop: int, n: int) -> dict:
-    """Layouts start:stop of an evaluation of n layouts (values not one per layout kept as they are)."""
-    def cut(v):
-        return v[start:stop] if np.ndim(v) and np.shape(v)[0] == n else v
-
-    return {k: ({kk: cut(vv) for kk, vv in v.items()} if isinstance(v, dict) else cut(v)) for k, v in res.items()}
 
 
 def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, found: _Found):

@@ -24,6 +24,7 @@ from ..cost import pipeline
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Schedule, Software, virtual_stages
 from ..model.system import Dtype
 from ..simulate import step_bounds, training
+from .rules import PIPELINE_EDGE_SLOTS
 from .streamed import Pruning
 
 WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
@@ -146,14 +147,14 @@ def _stage_layers(model, pp, v):
 
 
 def _pair_limits(model, pp: np.ndarray, m: np.ndarray, pairs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Over each row's schedule pairs that pass the rules (pp v <= layers, vp > 1 only with pp > 1, DualPipe with
+    """Over each row's schedule pairs that pass the rules (pp v <= layers + 2, vp > 1 only with pp > 1, DualPipe with
     an even pp > 1 and an even number of at least 2 pp micro-batches m): (pp - 1) / v_max, the least bubble in
     stage times (0 where DualPipe runs); the most stage layers any has; whether any overlaps the all-to-all."""
     vmax, layers, overlap = np.ones(pp.shape), _stage_layers(model, pp, np.ones(pp.shape)), np.zeros(pp.shape, bool)
     dual = np.zeros(pp.shape, bool)
     for v, sc in pairs:
         eff = float(virtual_stages(np.array([sc]), np.array([float(v)]))[0])
-        usable = (pp * eff <= model.layers) & ((eff == 1) | (pp > 1))
+        usable = (pp * eff <= model.layers + PIPELINE_EDGE_SLOTS) & ((eff == 1) | (pp > 1))
         if sc == Schedule.DUALPIPE:
             usable &= (pp % 2 == 0) & (pp > 1) & (m % 2 == 0) & (m >= 2 * pp)
             dual |= usable
