@@ -413,10 +413,14 @@ class Simulation:
 
     def prefill_tokens(self, tokens: int) -> int:
         """Tokens a prefill pass computes for a prompt of `tokens`: a static-shape engine with a compiled sequence
-        length pads the prompt to its context-encoding bucket, the next power of two from 128 up to that length
-        (NxD Inference's default buckets, "Bucketing" in its developer guide); other engines compute the prompt."""
+        length pads the prompt to its context-encoding bucket: the smallest of the buckets the server compiled
+        (config.context_buckets, NxD Inference's --context-encoding-buckets) that holds it, else the next power of
+        two from 128 up to that length (NxD Inference's default buckets, "Bucketing" in its developer guide);
+        other engines compute the prompt."""
         if not self.static_seq_len:
             return tokens
+        if self.config.context_buckets:
+            return next((b for b in self.config.context_buckets if b >= tokens), tokens)
         return min(max(128, 1 << max(0, tokens - 1).bit_length()), max(self.static_seq_len, tokens))
 
     def iteration_time(self, tokens: int, seqs: int, kv: float, pairs: float) -> float:
