@@ -267,3 +267,15 @@ def test_claims_bad_worker_count_is_one_sentence():
         C.evaluate(quick=True, workers=0)
     r = CliRunner().invoke(cli, ["claims", "--quick", "--address", "auto"])
     assert isinstance(r.exception, FlopcastError) and "--address is for --engine ray" in str(r.exception)
+
+
+def test_fitting_decides_once_whether_a_model_fits():
+    """Runs.fitting: None without a search where the states alone exceed the HBM, else train()'s forecast where
+    it fits; the memory claim asks it at both of its questions (largest model per instance, smallest cluster)."""
+    from flopcast.claims.evidence import GPT300B, TRN1, TRN2, Runs
+
+    runs = Runs(True)
+    assert runs.fitting(GPT300B, TRN1, 16) is None
+    assert not any(isinstance(k, tuple) and k[:3] == (GPT300B, TRN1, 16) for k in runs._cache)  # no search ran
+    r = runs.fitting("llama2-7b", TRN2, 16)
+    assert r is not None and r.fits and r is runs.train("llama2-7b", TRN2, 16)

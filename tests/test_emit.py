@@ -37,16 +37,17 @@ def launch(framework, model, hardware, layout, tokens=None):
 
 
 def megatron_args(text):
-    """flag -> value (True for a bare flag) of the pretrain_gpt.py part of a command line."""
+    """flag -> value (True for a bare flag; the words joined by a space for an nargs='+' flag) of the
+    pretrain_gpt.py part of a command line."""
     tokens = text.replace("\\\n", " ").split("pretrain_gpt.py", 1)[1].split()
     out, i = {}, 0
     while i < len(tokens):
         flag = tokens[i]
         assert flag.startswith("--"), flag
-        if i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            out[flag], i = tokens[i + 1].strip('"'), i + 2
-        else:
-            out[flag], i = True, i + 1
+        j = i + 1
+        while j < len(tokens) and not tokens[j].startswith("--"):
+            j += 1
+        out[flag], i = (" ".join(tokens[i + 1:j]).strip('"') if j > i + 1 else True), j
     return out
 
 

@@ -177,9 +177,11 @@ def test_moe_user_files_train_infer_and_serve(tmp_path, capsys, text, moe_layers
               "--json"], capsys)
     assert t["fits"] and t["step_time_s"] > 0
     i = _cli(["infer", str(path), "--hardware", "p5.48xlarge", "--json"], capsys)
-    assert i
-    s = _cli(["serve", str(path), "--hardware", "p5.48xlarge", "--qps", "2", "--requests", "20", "--json"], capsys)
-    assert s
+    assert i["ttft_s"] > 0 and i["tpot_s"] > 0
+    for ep in ("1", "8"):  # replicated, and the experts spread over the node's chips
+        s = _cli(["serve", str(path), "--hardware", "p5.48xlarge", "--ep", ep, "--qps", "2", "--requests", "20",
+                  "--json"], capsys)
+        assert s["completed"] == 20 and s["ep"] == int(ep) and s["output_tokens_per_s"] > 0
 
 
 def test_validation_rows_state_interleave_and_shared_experts():

@@ -43,3 +43,20 @@ def test_where_nothing_fits_the_smallest_footprint_is_kept(monkeypatch):
     a, b = int(np.argmin(part.results["memory_bytes"])), int(np.argmin(full.results["memory_bytes"]))
     assert part.batch.layout(a) == full.batch.layout(b)
     assert part.rejected == full.rejected
+
+
+def test_results_take_and_concat_as_the_batch_is():
+    """plan/results.py: an evaluation's arrays are taken and joined like its LayoutBatch, a value shared by every
+    layout (a scalar) made one per layout, the parts' dicts alike; one evaluation joins to itself."""
+    from flopcast.plan import results
+
+    a = {"step_time_s": np.array([1.0, 2.0, 3.0]), "chips": 8, "time_parts": {"bubble": np.array([0.1, 0.2, 0.3]),
+                                                                              "overhead": 0.5}}
+    b = {"step_time_s": np.array([4.0]), "chips": 16, "time_parts": {"bubble": np.array([0.4]), "overhead": 0.6}}
+    both = results.concat([a, b])
+    assert both["step_time_s"].tolist() == [1.0, 2.0, 3.0, 4.0] and both["chips"].tolist() == [8, 8, 8, 16]
+    assert both["time_parts"]["overhead"].tolist() == [0.5, 0.5, 0.5, 0.6]
+    picked = results.take(both, np.array([3, 0]))
+    assert picked["chips"].tolist() == [16, 8] and picked["time_parts"]["bubble"].tolist() == [0.4, 0.1]
+    assert results.take(a, slice(1, 3))["time_parts"]["overhead"].tolist() == [0.5, 0.5]
+    assert results.concat([a]) is a

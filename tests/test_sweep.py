@@ -7,10 +7,12 @@ import textwrap
 import pytest
 
 from flopcast import api
+from flopcast.cost import calibrations
 from flopcast.errors import FlopcastError
 from flopcast.model.system import Dtype
 from flopcast.plan import forecast
-from flopcast.plan.shared import SearchShare, speeds
+from flopcast.simulate import training
+from flopcast.plan.shared import SearchShare, floor, speeds
 from flopcast.sweep import executors, hardware, spec, table
 
 TINY = """
@@ -242,6 +244,27 @@ def test_time_with_failures_ranks_by_expected_time():
     assert best.expected.expected_s <= fast.expected.expected_s
     with pytest.raises(FlopcastError, match="needs a token budget"):
         forecast.train("llama3-8b", "p5.48xlarge", 64, objective="time_with_failures")
+
+
+def test_a_faster_variants_floor_bounds_a_slower_ones_steps():
+    """A faster chip can give a layout a longer step: on DGX B200 a BF16 peak 2x shortens the compute window the
+    data-parallel and pipeline communication hide behind, and hundreds of layouts expose more than the compute
+    saves. The faster variant's steps are then no bound (the 1,024-chip sweep's IndexError, later its full-search
+    fallback); its floor (the step less those parts) is, so the slower variant's pruned search needs no fallback
+    and answers as a fresh search does."""
+    knobs = {"memory_bandwidth": "0.5x", "scale_out_bandwidth": "0.5x", "scale_up_bandwidth": "2x"}
+    fast = hardware.variant("dgx-b200", {**knobs, "peak_flops.bf16": "2x"})
+    slow = hardware.variant("dgx-b200", {**knobs, "peak_flops.bf16": "1.5x"})  # a failed row of the sweep
+    shared = SearchShare()
+    forecast.train("llama3-8b", fast, 1024, tokens=1e12, shared=shared)
+    a = forecast.train("llama3-8b", slow, 1024, tokens=1e12, shared=shared)
+    assert shared.mismatches == 0
+    assert a.to_dict() == api.train("llama3-8b", slow, 1024, tokens=1e12).to_dict()
+    lb = next(iter(shared.entries.values())).batch
+    model, cal = api.resolve_model("llama3-8b"), calibrations.training(None)
+    on_fast, on_slow = training.evaluate(model, fast, lb, cal), training.evaluate(model, slow, lb, cal)
+    assert (on_fast["step_time_s"] > on_slow["step_time_s"] * (1 + 1e-9)).any()  # the step is not monotone
+    assert (floor(on_fast, lb.schedule) <= on_slow["step_time_s"] * (1 + 1e-12)).all()  # its floor is a bound
 
 
 def test_a_bound_above_every_step_falls_back_to_the_full_search():

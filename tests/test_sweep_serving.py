@@ -41,6 +41,8 @@ def test_serving_block_expands_and_is_checked(tmp_path):
         "serving:\n  slo_ttft: 2s\n": "slo_tpot",
         "serving:\n  slo_ttft: 2 parsecs\n  slo_tpot: 50ms\n": "serving.slo_ttft '2 parsecs' is not a number",
         "serving:\n  slo_ttft: 2s\n  slo_tpot: 50ms\n  weights: fp7\n": "serving.weights 'fp7' is not a known format",
+        "serving:\n  slo_ttft: 2s\n  slo_tpot: 50ms\n  kv_dtype: [bf16, fp5]\n":
+            "serving.kv_dtype 'fp5' is not a known KV-cache type",
         "serving:\n  slo_ttft: 2s\n  slo_tpot: 50ms\n  output_tokens: lognormal:5\n": "serving.output_tokens",
         "serving:\n  slo_ttft: 2s\n  slo_tpot: 50ms\nchips: 8\n": "'chips' is a training field",
         "serving:\n  slo_ttft: 2s\n  slo_tpot: 50ms\nobjective: cost\n": "'objective' is a training field",

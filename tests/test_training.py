@@ -129,3 +129,20 @@ def test_uneven_pipeline_split_only_with_software_that_has_it():
     assert not software_of({"source": "x", "source_locator": "2024-09-09"}).uneven_pipeline_split
     assert software_of({"source": "x", "source_locator": "2025-05-08"}).uneven_pipeline_split
     assert software_of({"source": "x-2021"}) == ERA_2021_SOFTWARE
+
+
+def test_context_parallel_ranks_shard_the_weights_states_with_the_data_parallel_ones():
+    # Megatron-Core's distributed optimizer and torchtitan's FSDP shard over dp x cp (the ranks holding the same
+    # weights): dp 4 x cp 2 holds the states of dp 8, and its gradients are reduced over the same 8 ranks
+    model, system, cal = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge"), catalog.calibration()
+    from flopcast.model.strategy import Layout, Sharding
+
+    def run(dp, cp, sharding):
+        lb = LayoutBatch.of([Layout(tp=1, dp=dp, cp=cp, micro_batch=1, global_batch=dp, sharding=sharding)])
+        return training.evaluate(model, system, lb, cal)
+
+    for sharding in (Sharding.ZERO1, Sharding.ZERO3):
+        a, b = run(4, 2, sharding), run(8, 1, sharding)
+        for part in ("weights", "grads", "optimizer"):
+            assert a["memory_parts"][part][0] == pytest.approx(b["memory_parts"][part][0])
+    assert run(1, 8, Sharding.ZERO3)["time_parts"]["comm/dp"][0] > 0

@@ -257,7 +257,7 @@ def _pools(model, hardware, split, chips, tp, prefill_tp, decode_tp, replicas, k
 
 def _pool_notes(pd: S.Disaggregated, input_tokens) -> list[str]:
     link = pd.link
-    n = float(np.median(S.lengths(input_tokens, 256, np.random.default_rng(0), "`input_tokens`")))
+    n = S.median_length(input_tokens, np.random.default_rng(0), "`input_tokens`")
     return [f"disaggregated {pd.label} ({pd.chips} chips, {pd.placement.value}): each request's KV cache "
             f"({n:,.0f}-token prompt: "
             f"{n * inf.kv_bytes_per_token(pd.prefill.model, pd.prefill.kv_bytes) / 1e6:,.1f} MB) crosses "

@@ -131,8 +131,8 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
     out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress,
                             software=software, keep=top)
     wall = time.perf_counter() - t0
-    best = tuple(forecast.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens, "searched")
-                 for i in out.order[:top])
+    best = tuple(replace(forecast.result_from(m, system, chips, out.batch, out.results, int(i), cal, n_tokens,
+                                              "searched"), software=software) for i in out.order[:top])
     return SearchResult(m, system, chips, objective, out.considered, out.n_valid, out.n_fit, wall,
                         dict(out.rejected), best, n_tokens)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import catalog
-from ..plan import forecast
+from ..plan import bounded, forecast
 from ..cost.params import total_params
 from ..model.system import System
 
@@ -110,6 +110,14 @@ class Runs:
                                               calibration=self.calibration,
                                               exhaustive=False, work_tables=self._tables, **layout)
         return self._cache[key]
+
+    def fitting(self, model: str, hardware: str, chips: int, **layout):
+        """train()'s forecast where a layout fits on the chips, else None; where the model's states alone exceed
+        the chips' HBM (plan/bounded.cannot_fit) no search runs."""
+        if bounded.cannot_fit(self.model(model), self.system(hardware), chips):
+            return None
+        r = self.train(model, hardware, chips, **layout)
+        return r if r.fits else None
 
 
 def describe_run(r) -> str:

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from .. import catalog
 from ..plan import forecast
+from ..cost.memory import fits as fits_in
 from ..cost.params import total_params
 from ..model.strategy import Recompute
-from ..plan import bounded
 from ..simulate import training
 from ..plan import search as search_mod
 from ..units import GiB
@@ -38,7 +38,7 @@ def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
     system = runs.system(hardware)
     lb, rejected, considered, needed = _candidates(runs, model_name, hardware, chips)
     rejected = dict(rejected)
-    fits = needed <= system.chip.memory  # counts need every layout
+    fits = fits_in(needed, system.chip)  # counts need every layout
     no_rec = fits & (lb.recompute == int(Recompute.NONE))
     # the best layout: the run's own search of this case (the same space: dense, ep 1), shared with the other rows
     r = runs.train(model_name, hardware, chips) if fits.any() else None
@@ -53,12 +53,9 @@ def _outcome(runs: Runs, model_name: str, hardware: str, chips: int) -> dict:
 
 def _largest_fitting(runs: Runs, hardware: str, names: list) -> dict | None:
     """The largest model (by parameters) in `names` with a layout that fits on one 16-chip instance."""
-    system = runs.system(hardware)
     for m in sorted(names, key=lambda n: -total_params(runs.model(n))):
-        if bounded.cannot_fit(runs.model(m), system, 16):  # its states alone exceed the HBM: no search
-            continue
-        r = runs.train(m, hardware, 16)
-        if r.fits:
+        r = runs.fitting(m, hardware, 16)
+        if r is not None:
             return {"model": m, "params_b": total_params(r.model) / 1e9, "memory_gib": r.memory_gib,
                     "layout": r.layout.describe()}
     return None
@@ -74,9 +71,8 @@ def estimate_memory(runs: Runs, rows: dict) -> Estimate:
     # smallest power-of-two cluster on which the ~300B GPT fits at all
     min_chips = {}
     for chip_id, hw in (("trainium1", TRN1), ("trainium2", TRN2)):
-        big, system = runs.model(GPT300B), runs.system(hw)
         min_chips[chip_id] = next((n for n in (16, 32, 64, 128, 256, 512, 1024)
-                                   if not bounded.cannot_fit(big, system, n) and runs.train(GPT300B, hw, n).fits), None)
+                                   if runs.fitting(GPT300B, hw, n) is not None), None)
     ref = min_chips["trainium1"] or 1024
     counts = {"trainium1": _outcome(runs, GPT300B, TRN1, ref), "trainium2": _outcome(runs, GPT300B, TRN2, ref)}
     l1, l2 = largest["trainium1"], largest["trainium2"]

@@ -22,8 +22,9 @@ def layout_options(f):
         click.option("--micro-batch", type=click_type("micro_batch"), help="Sequences per micro-batch."),
         click.option("--global-batch", type=click_type("global_batch"), help="Sequences per optimizer step."),
         click.option("--seq-len", type=click_type("seq_len"), help="Training sequence length (default: the model's)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full", "mlp"]),
-                     help="Activation recomputation (mlp: the MLP recomputed, attention's activations kept)."),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full", "mlp", "op"]),
+                     help="Activation recomputation (mlp: the MLP recomputed, attention's activations kept; op: "
+                          "torchtitan's per-operator policy, every second matmul recomputed)."),
         click.option("--sharding", type=click.Choice(["none", "zero1", "zero2", "zero3", "fsdp"]),
                      help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
         click.option("--sequence-parallel/--no-sequence-parallel", default=None,

@@ -23,6 +23,12 @@ OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m and v (Rajbhandari et al. 2
 RESERVE_BYTES = 2 * GiB
 
 
+def fits(memory_bytes, chip):
+    """Whether a layout fits: its bytes per chip (the runtime reserve counted in them) at most the chip's HBM. The
+    one rule the forecast, the searches and the claims decide by; a float or an array of them."""
+    return memory_bytes <= chip.memory
+
+
 def mlp_activation_elems(h, ffn, mlp: Mlp):
     """Sharded (split by tp) elements per token stored by one MLP: GeLU in and out (Korthikanti 8sbh+8sbh
     in bytes), or SwiGLU's gate and up outputs and their product."""
@@ -71,6 +77,17 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed
     return rep, attn + routed + shared_elems, rep_fp8, m.attn_out_dim + routed_fp8 + shared
 
 
+def _op_kept_bytes(m: Model, t, sp):
+    """Bytes per token a dense layer keeps under torchtitan's per-operator checkpointing (Recompute.OP): the saved
+    outputs of every other matmul (Q, V, the MLP's first projection), of flash attention and of the reduce-scatter
+    after the MLP, and the block's input; the rest (K, the projections wo and w3, the norms, SiLU, products) is
+    recomputed. Replicated (split by tp under sp): the block input and the MLP output; sharded: Q, V, the attention
+    output, the MLP's first projection. Deviation: 16-bit throughout (Float8 linears' scales not counted)."""
+    rep = 2.0 * m.hidden
+    shd = m.q_dim + m.kv_dim + m.attn_out_dim + m.ffn_hidden
+    return ACT_BYTES * np.where(sp, (rep + shd) / t, rep + shd / t)
+
+
 def deepseek_recipe(m: Model, recompute):
     """Where selective recomputation follows DeepSeek-V3's recipe (MLA models), per layout."""
     return (recompute == Recompute.SELECTIVE) & bool(m.mla)
@@ -110,6 +127,8 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         kept = np.where(deepseek_recipe(m, recompute), per_token(True), kept)
     if np.any(recompute == Recompute.MLP):
         kept = np.where(recompute == Recompute.MLP, per_token(False, True), kept)
+    if np.any(recompute == Recompute.OP) and not (m.mla or moe_layer):
+        kept = np.where(recompute == Recompute.OP, _op_kept_bytes(m, t, sp), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
     stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
     # MLP recomputation saves the q/k/v projections, the context and the output projection (AXLearn's default

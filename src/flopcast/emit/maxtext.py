@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.strategy import Recompute, Schedule, Sharding, label
 from ..model.system import Dtype
 from ..model.workload import Mlp
 from . import Launch, train_iters
@@ -21,7 +21,8 @@ SOURCE = "AI-Hypercomputer/maxtext src/maxtext/configs/base.yml"
 # the least recomputation a named policy offers; 'full' keeps only each layer's input)
 # 'save_dot_with_context_except_mlp' keeps attention's matmul outputs and context and recomputes the MLP's
 REMAT = {Recompute.NONE: "minimal_with_context", Recompute.SELECTIVE: "minimal", Recompute.FULL: "full",
-         Recompute.MLP: "save_dot_with_context_except_mlp"}
+         Recompute.MLP: "save_dot_with_context_except_mlp",
+         Recompute.OP: "minimal"}  # OP (torchtitan's per-operator policy) has no MaxText name: emitted as minimal
 DTYPE = {Dtype.BF16: ("bfloat16", ""), Dtype.FP8: ("bfloat16", "fp8"), Dtype.INT8: ("bfloat16", "int8"),
          Dtype.FP32: ("float32", ""), Dtype.FP16: ("float16", "")}
 
@@ -106,6 +107,12 @@ def _unmapped(model, layout) -> list[str]:
     if layout.schedule != Schedule.GPIPE and layout.pp > 1:
         out.append(f"schedule {layout.schedule.name.lower()}: MaxText's pipeline loops over micro-batches and takes "
                    "the backward pass by autodiff, GPipe-like; virtual stages are num_pipeline_repeats")
+    if layout.recompute == Recompute.OP:
+        out.append("recompute op: torchtitan's per-operator policy has no MaxText name; emitted as remat_policy "
+                   "minimal, which saves every matmul's output")
+    if layout.schedule in (Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP) and layout.pp == 1:
+        out.append(f"schedule {label(layout.schedule)}: no key; XLA's latency-hiding scheduler decides whether the "
+                   "expert-parallel all-to-all runs behind compute")
     if layout.sharding == Sharding.ZERO2:
         out.append("sharding zero2: no gradient-only sharding; emitted as the data axis with the optimizer sharded "
                    "(shard_optimizer_over_data)")

@@ -9,7 +9,7 @@ src/megatron/bridge/training/config.py, scripts/training/run_recipe.py, 22 Aug 2
 
 from __future__ import annotations
 
-from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.strategy import CudaGraphs, Recompute, Schedule, Sharding
 from ..model.system import Dtype
 from ..model.workload import Mlp
 from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iters
@@ -22,11 +22,16 @@ FSDP_STRATEGY = {Sharding.ZERO2: "optim_grads", Sharding.ZERO3: "optim_grads_par
 # Megatron-Bridge mixed-precision recipes (src/megatron/bridge/training/mixed_precision.py, @register)
 BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
                     Dtype.FP8: "bf16_with_fp8_current_scaling_mixed"}
+# What flopcast's CudaGraphs.PARTIAL removes from an MoE layer's host work (simulate/layer.MOE_HOST_OPS_GRAPHED):
+# the router and the dispatch preprocessing, captured by Transformer Engine (Megatron-Core MoE README, "CPU Overhead
+# Bottleneck"; Megatron-Bridge's Blackwell perf recipes add attn to the same scope)
+PARTIAL_SCOPE = ["moe_router", "moe_preprocess"]
 
 
-def _settings(model, layout) -> tuple[dict, list, list]:
-    """(Megatron-Core field -> value, no-equivalent lines, assumed lines): the layout and the model's dimensions
-    as TransformerConfig / ModelParallelConfig name them; True is a bare flag, None leaves a field out."""
+def _settings(model, layout, system=None, graphs=CudaGraphs.NONE) -> tuple[dict, list, list]:
+    """(Megatron-Core field -> value, no-equivalent lines, assumed lines): the layout, the model's dimensions and
+    the run-time choices the forecast assumed (`_runtime`) as TransformerConfig / ModelParallelConfig name them;
+    True is a bare flag, None leaves a field out."""
     s, missing, assumed = {}, [], []
     s.update(tensor_model_parallel_size=layout.tp, pipeline_model_parallel_size=layout.pp,
              context_parallel_size=layout.cp, expert_model_parallel_size=layout.ep,
@@ -49,6 +54,10 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         s["recompute_granularity"] = "selective"
     elif layout.recompute == Recompute.MLP:  # Megatron-Core --recompute-modules (its default: core_attn)
         s.update(recompute_granularity="selective", recompute_modules="moe" if model.moe else "mlp")
+    elif layout.recompute == Recompute.OP:
+        s["recompute_granularity"] = "selective"
+        missing.append("recompute op: torchtitan's per-operator policy has no Megatron switch; emitted as selective "
+                       "(core attention), which recomputes less and holds more")
     if layout.dtype not in (Dtype.BF16, Dtype.FP16, Dtype.FP8):
         missing.append(f"dtype {layout.dtype.label}: no mixed-precision setting; the emitted job computes in fp32")
     m = model
@@ -63,6 +72,7 @@ def _settings(model, layout) -> tuple[dict, list, list]:
         if m.sliding_every > 1:
             s["window_attn_skip_freq"] = m.sliding_every
     s.update(_structure(m))
+    s.update(_runtime(m, system, layout, graphs, missing))
     if layout.sharding in FSDP_STRATEGY:
         assumed.append(f"sharding {layout.sharding.name.lower()} as Megatron FSDP ({FSDP_STRATEGY[layout.sharding]}): "
                        "arguments.py asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 and the fsdp_dtensor checkpoint "
@@ -100,6 +110,38 @@ def _structure(m) -> dict:
     return out
 
 
+def hierarchical_dispatch(model, system, layout) -> bool:
+    """Whether the forecast dispatched the tokens hierarchically (cost.comm.dispatch_time: a group-limited router
+    whose expert-parallel group, ranks etp apart, spans more than the innermost tier's domain, the node): what
+    DeepEP's dispatcher does (DeepSeek-V3 report sec. 3.2.2), Megatron-Core's flex dispatcher with DeepEP."""
+    e = model.moe
+    if not (e and e.groups and e.topk_groups) or system is None or len(system.tiers) < 2:
+        return False
+    per_node = max(1, min(layout.ep, system.tiers[0].size // max(layout.expert_tp, 1)))
+    return layout.ep > per_node
+
+
+def _runtime(model, system, layout, graphs, missing: list) -> dict:
+    """The CUDA-graph capture, the expert-parallel overlap and the token dispatcher the forecast assumed, as
+    Megatron-Core fields (arguments.py core_v0.15.3: --cuda-graph-impl none|local|transformer_engine, local with
+    --cuda-graph-scope full_iteration the whole step; --overlap-moe-expert-parallel-comm, which Megatron-Core runs
+    with --delay-wgrad-compute so the weight gradients fill the combined 1F1B's gaps)."""
+    out = {}
+    if graphs == CudaGraphs.PARTIAL and model.moe:
+        out.update(cuda_graph_impl="transformer_engine", cuda_graph_scope=PARTIAL_SCOPE)
+    elif graphs == CudaGraphs.FULL:
+        out.update(cuda_graph_impl="local", cuda_graph_scope=["full_iteration"])
+    if layout.schedule == Schedule.DUALPIPE:
+        missing.append("schedule dualpipe: Megatron-Core has no DualPipe; emitted as its combined 1F1B "
+                       "(--overlap-moe-expert-parallel-comm), which overlaps the same all-to-alls but keeps 1F1B's "
+                       "bubble and holds one copy of the parameters")
+    if model.moe and layout.schedule in (Schedule.ONE_F_ONE_B_OVERLAP, Schedule.DUALPIPE):
+        out.update(overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True)
+    if model.moe and hierarchical_dispatch(model, system, layout):
+        out["moe_token_dispatcher_type"] = "flex"
+    return out
+
+
 # Megatron-Core field -> pretrain_gpt.py flag, where the flag is not the field's name with dashes
 LM_FLAG = {"num_moe_experts": "--num-experts", "virtual_pipeline_model_parallel_size": None}
 
@@ -123,14 +165,20 @@ def _lm_sharding(layout) -> list[str]:
     return []
 
 
-def megatron_lm(model, system, layout, tokens=None) -> Launch:
-    """torchrun + pretrain_gpt.py flags that start the layout on mock data (give --data-path for real data)."""
-    s, missing, assumed = _settings(model, layout)
+def megatron_lm(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
+    """torchrun + pretrain_gpt.py flags that start the layout on mock data (give --data-path for real data), with
+    the CUDA-graph capture `graphs` the forecast assumed."""
+    s, missing, assumed = _settings(model, layout, system, graphs)
     args = []
     for field, value in s.items():
         if value is None or value is False or field == "virtual_pipeline_model_parallel_size":
             continue
-        args.append(_flag(field) if value is True else f"{_flag(field)} {_quote(value)}")
+        if isinstance(value, list):  # nargs='+': one shell word per value
+            args.append(" ".join([_flag(field), *map(str, value)]))
+        else:
+            args.append(_flag(field) if value is True else f"{_flag(field)} {_quote(value)}")
+    if s.get("moe_token_dispatcher_type") == "flex":
+        args.append("--moe-enable-deepep")  # core_v0.15.3: the flex dispatcher's DeepEP backend
     if layout.vp > 1:
         if model.layers % (layout.pp * layout.vp) == 0:
             args.append(f"--num-layers-per-virtual-pipeline-stage {model.layers // (layout.pp * layout.vp)}")
@@ -162,9 +210,9 @@ def _quote(value) -> str:
     return f'"{text}"' if any(c in text for c in "()[]*+, ") else text
 
 
-def megatron_bridge(model, system, layout, tokens=None) -> Launch:
+def megatron_bridge(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
     """Megatron-Bridge (NeMo 2's successor) ConfigContainer overrides in YAML for a pretraining recipe."""
-    s, missing, assumed = _settings(model, layout)
+    s, missing, assumed = _settings(model, layout, system, graphs)
     model_section = {k: v for k, v in s.items() if v is not None and k not in ("max_position_embeddings",)}
     if model.mlp == Mlp.SWIGLU:
         model_section.update(gated_linear_unit=True, normalization="RMSNorm", position_embedding_type="rope",
@@ -177,6 +225,11 @@ def megatron_bridge(model, system, layout, tokens=None) -> Launch:
         model_section["recompute_modules"] = [model_section["recompute_modules"]]
     if isinstance(model_section.get("moe_layer_freq"), str):
         model_section["moe_layer_freq"] = moe_layer_list(model)
+    if model_section.get("cuda_graph_scope") == ["full_iteration"]:  # Bridge's perf recipes: a module, not a scope
+        del model_section["cuda_graph_scope"]
+        model_section["cuda_graph_modules"] = "full_iteration"
+    if model_section.get("moe_token_dispatcher_type") == "flex":
+        model_section["moe_flex_dispatcher_backend"] = "deepep"
     iters = train_iters(model, layout, tokens)
     if iters is None:
         assumed.append("train_iters 100: no token count was given, so a short benchmark run")

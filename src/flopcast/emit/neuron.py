@@ -11,7 +11,7 @@ are in chips; see model/strategy.py).
 from __future__ import annotations
 
 from ..cost.inference import NEURON_LOGICAL_CORES
-from ..model.strategy import Recompute, Schedule, Sharding
+from ..model.strategy import Recompute, Schedule, Sharding, label
 from ..model.system import Dtype
 from ..model.workload import Mlp
 from . import Launch, nodes, train_iters
@@ -47,6 +47,9 @@ def _unmapped(model, layout) -> list[str]:
                    "emitted as zero1, which holds full gradients and weights per rank")
     if layout.schedule == Schedule.GPIPE:
         out.append("schedule gpipe: NxD's pipeline runs 1F1B; emitted as 1F1B")
+    if layout.schedule in (Schedule.DUALPIPE, Schedule.ONE_F_ONE_B_OVERLAP):
+        out.append(f"schedule {label(layout.schedule)}: NxD Training has no schedule that runs one micro-batch's "
+                   "expert-parallel all-to-all behind another's compute; emitted as 1F1B, whose all-to-all is exposed")
     if layout.dtype not in (Dtype.BF16, Dtype.FP32):
         out.append(f"dtype {layout.dtype.label}: the example configs' precision.type offers bf16 mixed precision and "
                    "fp32 only; emitted as mixed_precision (BF16)")
@@ -64,7 +67,7 @@ def _model(model, layout) -> dict:
            "has_bias": m.mlp != Mlp.SWIGLU, "share_embeddings_and_output_weights": m.tied_embeddings,
            # NxD Training checkpoints full layers or core attention only: MLP recomputation becomes full (holds less)
            "activations_checkpoint_granularity": {Recompute.FULL: "full", Recompute.SELECTIVE: "selective",
-                                                  Recompute.MLP: "full"}.get(layout.recompute),
+                                                  Recompute.MLP: "full", Recompute.OP: "full"}.get(layout.recompute),
            "fusions": {"flash_attention": True}}
     if m.moe:
         out["moe"] = {"num_experts": m.moe.experts, "top_k": m.moe.topk, "frequency": m.moe.layer_freq,

@@ -28,6 +28,15 @@ class Recompute(IntEnum):
     # AXLearn's default remat policy (build_remat_spec saves only the q/k/v/o projections and the context) and
     # MaxText's remat_policy save_dot_except_mlp in spirit
     MLP = 3
+    # per-operator selective checkpointing as torchtitan runs it (activation_checkpoint.mode selective,
+    # selective_ac_option op; torchtitan parallelisms/parallelize_llama.py _save_list at 9dec370, 2024-12): the outputs
+    # of the matmuls, of flash attention and of the tensor-parallel reduce-scatters are saved, except every second
+    # matmul of the block's forward, which is recomputed with the elementwise kernels and the all-gathers
+    OP = 4
+
+
+# What a search tries when the recomputation is left blank: OP is one framework's policy, taken only when stated
+SEARCHED_RECOMPUTE = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL, Recompute.MLP)
 
 
 class Sharding(IntEnum):
@@ -208,6 +217,11 @@ class Software:
     # how much of an MoE layer's host work is replayed from captured graphs (CudaGraphs; the host calls left are
     # flopcast.simulate.layer.moe_host_ops); None: the framework's default for the chip (default_cuda_graphs)
     cuda_graphs: CudaGraphs | None = None
+    # whether the framework hides tensor-parallel collectives behind GEMMs (the calibration's tp_overlap share):
+    # Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers) does; torchtitan's vanilla TP (DTensor
+    # redistributes between the GEMMs, waited on) does not, only its AsyncTP (torch._inductor micro-pipelined TP),
+    # which benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md measures at 1.04-1.16x over vanilla TP
+    tp_comm_overlap: bool = True
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

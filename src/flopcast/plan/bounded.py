@@ -28,6 +28,7 @@ import numpy as np
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Schedule, Software, virtual_stages
 from ..model.system import Dtype
 from ..simulate import training
+from . import results
 from . import search as S
 
 WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
@@ -211,7 +212,7 @@ def search_many(model, system, cal, table: WorkTable, cases: list, allow_idle: b
         res = training.evaluate(model, system, lb, cal, software=software)
         at = 0
         for lane, (part, key, lower) in work:
-            lane.absorb(part, key, lower, _slice(res, at, at + part.size, lb.size))
+            lane.absorb(part, key, lower, results.take(res, slice(at, at + part.size)))
             at += part.size
 
 
@@ -284,14 +285,6 @@ class _Lane:
         return _outcome(self.found, self.tally, self.ch, len(self.base) * self.n_exp)
 
 
-def _slice(res: dict, start: int, stop: int, n: int) -> dict:
-    """Layouts start:stop of an evaluation of n layouts (values not one per layout kept as they are)."""
-    def cut(v):
-        return v[start:stop] if np.ndim(v) and np.shape(v)[0] == n else v
-
-    return {k: ({kk: cut(vv) for kk, vv in v.items()} if isinstance(v, dict) else cut(v)) for k, v in res.items()}
-
-
 def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, found: _Found):
     """Expand base[rows] and keep the layouts that pass the remaining rules, whose bound can beat the best found
     and, in a large round, that fit in memory: (layouts, keys in the exhaustive order, lower bounds), or None
@@ -328,29 +321,11 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
     return lb, key, lower
 
 
-def _concat(results: list) -> dict:
-    def join(vs):  # one round: its arrays as they are (the caller's _take copies them in the exhaustive order)
-        parts = [np.broadcast_to(np.asarray(v), np.shape(r["step_time_s"])) for v, r in zip(vs, results)]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    out = {}
-    for k, v in results[0].items():
-        if isinstance(v, dict):
-            out[k] = {kk: join([r[k][kk] for r in results]) for kk in v}
-        else:
-            out[k] = join([r[k] for r in results])
-    return out
-
-
-def _take(res: dict, index: np.ndarray) -> dict:
-    return {k: ({kk: vv[index] for kk, vv in v.items()} if isinstance(v, dict) else v[index]) for k, v in res.items()}
-
-
 def _outcome(found: _Found, tally, ch, valid_before_rules: int) -> S.SearchOutcome:
     keys = np.concatenate(found.keys)
     back = np.argsort(keys, kind="stable")  # the exhaustive search's order, so ties break as there
     lb = LayoutBatch.concat(found.batches).take(back)
-    res = _take(_concat(found.results), back)
+    res = results.take(results.concat(found.results), back)
     fits = np.asarray(res["fits"], dtype=bool)
     per_token = 1.0 / np.asarray(res["tokens_per_s"], dtype=float)
     idx = np.nonzero(fits)[0]

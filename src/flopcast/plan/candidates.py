@@ -18,6 +18,22 @@ MAX_UTILISATION = 0.9  # of the burst service rate (see capacity)
 MAX_VERIFY_REQUESTS = 60_000
 
 
+def burst_requests(max_seqs: int) -> int:
+    """Requests of the burst that measures a replica's service rate (it never runs dry): 8 x max_seqs, at least
+    1,000."""
+    return max(8 * max_seqs, 1000)
+
+
+def span_s(config, n_out: float) -> float:
+    """Seconds of arrivals a capacity run spans: SPAN SLO horizons (TTFT target + n_out x TPOT target)."""
+    return SPAN * (config.slo_ttft_s + n_out * config.slo_tpot_s)
+
+
+def run_requests(q: float, config, n_out: float, requests: int) -> float:
+    """Requests of a run at `q` req/s over span_s: at least `requests`, at most MAX_VERIFY_REQUESTS."""
+    return min(max(requests, q * span_s(config, n_out)), MAX_VERIFY_REQUESTS)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One way to deploy: a replica layout and formats, with its roofline bound."""

@@ -35,8 +35,8 @@ from ..simulate import serving as S
 from ..simulate.serving.budget import BudgetSpent, WorkBudget
 from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
 from . import disaggregate as split
-from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS, SPAN,
-                         Candidate)
+from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS,
+                         Candidate, burst_requests, run_requests, span_s)
 
 MAX_SEQS = (32, 64, 128, 256)  # vLLM max_num_seqs choices (default 256)
 PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens default here)
@@ -219,7 +219,7 @@ def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float,
 
 def service_rate(d, cfg, workload, seed: int, budget=None) -> float:
     """Requests/s the replica completes when it never runs dry: a burst of 8 x max_seqs requests (at least 1,000)."""
-    n = max(8 * cfg.max_seqs, 1000)
+    n = burst_requests(cfg.max_seqs)
     reqs = S.poisson_requests(1e6, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
     return S.simulate_any(d, reqs, cfg, seed=seed, budget=budget).throughput_requests_per_s
@@ -234,17 +234,16 @@ def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, itera
     is capped below the burst service rate. `budget` (simulate/serving/budget.py): when it runs out the bisection
     stops at the highest rate verified so far (a lower bound; budget.cut is set). `most`: requests per steady run
     at most (fewer than MAX_VERIFY_REQUESTS when the budget cannot pay for full runs)."""
-    out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
-    span_s = SPAN * (cfg.slo_ttft_s + out * cfg.slo_tpot_s)
+    span = span_s(cfg, S.median_output(workload[1], seed))
     lo, best = 0.0, None
     try:
         hi = min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed, budget))
-        ok, r = _steady(d, cfg, hi, workload, requests, seed, span_s, budget, most)
+        ok, r = _steady(d, cfg, hi, workload, requests, seed, span, budget, most)
         if ok:
             return hi, r
         for _ in range(iterations):
             mid = (lo + hi) / 2.0
-            ok, r = _steady(d, cfg, mid, workload, requests, seed, span_s, budget, most)
+            ok, r = _steady(d, cfg, mid, workload, requests, seed, span, budget, most)
             if ok:
                 lo, best = mid, r
             else:
@@ -299,9 +298,7 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     consider prefill and decode pools apart too (plan/disaggregate.py). `budget`: the simulation work the search may
     spend (default DEPLOY_WORK units); SEARCH_SHARE of it goes to the candidates, the rest to the baseline and the
     whole-instance check; what it cuts the outcome says (budget_note)."""
-    rng = np.random.default_rng(seed)
-    n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
-    n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
+    n_in, n_out = S.median_lengths(input_tokens, output_tokens, seed)
     workload = (input_tokens, output_tokens)
     ic = inference_calibration
     budget = WorkBudget(DEPLOY_WORK) if budget is None else budget
@@ -316,7 +313,7 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
     run = lambda c, d, b, most: _simulate(model, system, c, d, workload, config, qps, requests, seed, b, most)
-    size = lambda c: (_first_runs_units(c, n_out, config, requests), S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1))
+    size = lambda c: (_first_runs_units(c, n_out, config, requests), _request_units(c, n_out))
     search = WorkBudget(budget.left * SEARCH_SHARE, budget)
     sims, best, cut = _branch_and_bound(system, ok[:MAX_SIMULATIONS], n_out, qps, (run, size), search, pruned,
                                         progress)
@@ -344,10 +341,13 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
 def _first_runs_units(c: Candidate, n_out: float, config, requests: int) -> float:
     """Work (budget.py units) of a capacity search's first two runs (the burst and the first steady rate, at most the
     bound), estimated: per request REQUEST_WORK plus its prefill and its share of decode steps at the bound's batch."""
-    burst = max(8 * c.max_seqs, 1000)
-    steady = min(max(requests, c.bound_qps * SPAN * (config.slo_ttft_s + n_out * config.slo_tpot_s)),
-                 MAX_VERIFY_REQUESTS)
-    return (burst + steady) * (S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1))
+    return (burst_requests(c.max_seqs) + run_requests(c.bound_qps, config, n_out, requests)) * _request_units(c, n_out)
+
+
+def _request_units(c: Candidate, n_out: float) -> float:
+    """Work (budget.py units) of one request, estimated: REQUEST_WORK plus its prefill and its share of n_out decode
+    steps at the bound's batch."""
+    return S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1)
 
 
 def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudget, pruned: dict, progress):
@@ -365,7 +365,7 @@ def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudg
         most = MAX_VERIFY_REQUESTS if units <= part.left else int(part.left / per_request / 3)
         if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
             _count(pruned, "bound no better than the best simulated")
-        elif budget.exhausted or (most < MAX_VERIFY_REQUESTS and (sims or most < max(8 * c.max_seqs, 1000))):
+        elif budget.exhausted or (most < MAX_VERIFY_REQUESTS and (sims or most < burst_requests(c.max_seqs))):
             _count(pruned, "not simulated: the work budget was spent")
             cut["skipped"] += 1
             budget.mark_cut()
@@ -418,8 +418,7 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
                        kv_dtype=c.kv_dtype, inference_calibration=ic, ep=c.ep, pp=c.pp)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=c.replicas_per_instance)
     q = p.replica_qps * c.replicas_per_instance
-    out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
-    n = int(min(max(requests, q * SPAN * (config.slo_ttft_s + out * config.slo_tpot_s)), MAX_VERIFY_REQUESTS))
+    n = int(run_requests(q, config, S.median_output(workload[1], seed), requests))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
     return S.simulate(d, reqs, cfg, seed=seed, budget=budget)
@@ -437,9 +436,7 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
         same = (pc.tp, pc.pp, pc.ep, pc.weights, pc.kv_dtype, pc.max_seqs) == (n, 1, 1, w, kv, c.max_seqs)
         if type(pc) is Candidate and same:
             return p
-    rng = np.random.default_rng(seed)
-    n_in = int(np.median(S.lengths(workload[0], 256, rng, "--input-tokens")))
-    n_out = int(np.median(S.lengths(workload[1], 256, rng, "--output-tokens")))
+    n_in, n_out = S.median_lengths(workload[0], workload[1], seed)
     try:
         bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
     except FlopcastError:

@@ -113,8 +113,7 @@ def verify_split(p, workload, config, requests: int, seed: int, budget=None):
     whole = S.disaggregated(pd.prefill, pd.decode, pd.prefill_replicas * k, pd.decode_replicas * k, pd.placement)
     cfg = replace(config, max_seqs=c.max_seqs, replicas=1)
     q = p.replica_qps * k
-    out = float(np.median(S.lengths(workload[1], 256, np.random.default_rng(seed), "--output-tokens")))
-    n = int(min(max(requests, q * D.SPAN * (config.slo_ttft_s + out * config.slo_tpot_s)), D.MAX_VERIFY_REQUESTS))
+    n = int(D.run_requests(q, config, S.median_output(workload[1], seed), requests))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
     return S.simulate_any(whole, reqs, cfg, seed=seed, budget=budget)

@@ -20,8 +20,8 @@ from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..model import hf
-from ..model.strategy import MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule, Sharding, Software, label
-from ..model.strategy import parse_choice
+from ..model.strategy import (MODERN_SOFTWARE, Layout, LayoutBatch, Recompute, Schedule, Sharding, Software, label,
+                              parse_choice)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -60,6 +60,7 @@ class TrainResult(Tabular):
     # the prediction interval of this kind of forecast (cost/uncertainty.py); None without uncertainty.yaml
     interval: Interval | None = None
     rates: object = None  # cost.economics.Rates: price, power and PUE; None: the catalog's (rates_for(system))
+    software: Software = MODERN_SOFTWARE  # what the forecast assumed of the framework (its CUDA-graph capture)
 
     @property
     def chips_used(self) -> int:
@@ -134,7 +135,8 @@ class TrainResult(Tabular):
         neuron, maxtext), as a flopcast.emit.Launch; `.render()` is the text with its caveats as comments."""
         from .. import emit
 
-        out = emit.training(framework, self.model, self.system, self.layout, self.tokens)
+        out = emit.training(framework, self.model, self.system, self.layout, self.tokens,
+                            graphs=self.software.graphs_on(self.system.chip.family))
         if not self.fits:
             out = replace(out, warnings=out.warnings + (
                 f"the forecast says this layout does not fit in memory ({self.memory_gib:.1f} GiB of "
@@ -265,10 +267,7 @@ def layout_space(tp=None, pp=None, dp=None, cp=None, ep=None, vp=None, micro_bat
                       _enum(Dtype, dtype, "dtype"), _enum(Schedule, schedule, "schedule"))
     if vp is not None and vp > 1 and sc is None:
         sc = Schedule.INTERLEAVED
-    if dtypes:
-        dts = tuple(_enum(Dtype, d, "dtype") for d in dtypes)
-    else:
-        dts = one(dt) or (Dtype.BF16,)
+    dts = tuple(_enum(Dtype, d, "dtype") for d in dtypes) if dtypes else one(dt) or (Dtype.BF16,)
     return search_mod.SearchSpace(
         tp=one(tp), pp=one(pp), dp=one(dp), cp=one(cp), ep=one(ep), vp=one(vp), micro_batch=one(micro_batch),
         global_batch=one(global_batch), recompute=one(rc), sharding=one(sh),
@@ -353,7 +352,7 @@ def _scalar_rules(model: Model, system: System, layout: Layout, chips: int):
     detail = {
         "tp divides the attention heads": f"tp={layout.tp}, heads={model.heads}, kv heads={model.kv_heads}",
         "tp fits within one node": f"tp={layout.tp}, {system.id} joins {system.tp_domain} chips by its scale-up fabric",
-        "pp x vp does not exceed the layers": f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
+        search_mod.PIPELINE_SLOTS_RULE: f"pp={layout.pp}, vp={layout.vp}, layers={model.layers}",
         "global batch divides into dp x micro-batch": f"global batch {layout.global_batch}, dp={layout.dp}, "
                                                       f"micro-batch {layout.micro_batch}",
         "cp divides the sequence": f"cp={layout.cp}, sequence {model.seq_len}",
@@ -410,11 +409,11 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     system = resolve_system(hardware)
     cal = calibrations.training(calibration)
     case = _case(m, system, cal, chips, tokens, layout, software)
-    if isinstance(case, TrainResult):
-        return case
-    chips, tokens, space, free = case
-    return _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
-                     work_tables, software=software)
+    if not isinstance(case, TrainResult):
+        chips, tokens, space, free = case
+        case = _searched(m, system, chips, cal, space, free, tokens, objective, progress, shared, exhaustive,
+                         work_tables, software=software)
+    return replace(case, software=software)
 
 
 def _case(m: Model, system: System, cal, chips, tokens, layout: dict, software: Software = MODERN_SOFTWARE):

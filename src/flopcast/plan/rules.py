@@ -10,6 +10,12 @@ from ..model.strategy import LayoutBatch, Recompute, Schedule, virtual_stages, v
 from ..model.system import System
 from ..model.workload import Model
 
+# Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split give the
+# input embedding and the loss one layer's slot each in the pipeline split (megatron/core/transformer/
+# transformer_block.py get_num_layers_to_build: num_layers + 1 for each), so pp x vp may reach layers + 2: the first
+# virtual stage then holds the embedding alone and the last the loss (Llama 3.1 405B's 126 layers in pp 16 x vp 8)
+PIPELINE_SLOTS_RULE = "pp x vp does not exceed the layers plus the embedding's and the loss's slots"
+PIPELINE_EDGE_SLOTS = 2
 EP_RULE = "ep is 1 for dense models and divides the experts; etp x ep divides tp x cp x dp"
 ETP_RULE = "etp differs from tp only for MoE models, with sequence parallelism where tp > 1"
 
@@ -52,7 +58,7 @@ def expanded_rules(model: Model, tp, pp, vp, schedule, sp, micro_batches=None, r
         m = micro_batches() if micro_batches is not None else None
         dual_ok = ~dual | ((pp % 2 == 0) & (pp > 1) & (m is None or ((m % 2 == 0) & (m >= 2 * pp))))
     out = {
-        "pp x vp does not exceed the layers": staged <= model.layers,
+        PIPELINE_SLOTS_RULE: staged <= model.layers + PIPELINE_EDGE_SLOTS,
         "vp > 1 only with the interleaved schedule, which needs pp > 1": allowed,
         "sequence parallel needs tp > 1": (sp == 0) | (tp > 1),
         # without sequence parallelism the tp ranks hold the same tokens, which only experts split like the

@@ -12,19 +12,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..cost.memory import fits as fits_in
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software,
-                              virtual_stages_allowed)
+from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, SEARCHED_RECOMPUTE, LayoutBatch, Schedule,
+                              Sharding, Software, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
 from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
-from .rules import EP_RULE, ETP_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
+from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
 from . import streamed
-from .shared import SearchShare, SharedLayouts
+from .shared import SearchShare, SharedLayouts, floor
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _C
         micro_batch=space.micro_batch or (1, 2, 4, 8),
         global_batch=gb_c,
         ep=space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts))),
-        recompute=space.recompute or tuple(Recompute),
+        recompute=space.recompute or SEARCHED_RECOMPUTE,
         sharding=space.sharding or tuple(Sharding),
         sequence_parallel=space.sequence_parallel or (1, 0),
         dtype=space.dtype or (Dtype.BF16,),
@@ -381,20 +382,19 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         progress.update(considered - lb.size)
     if lb.size == 0:
         return SearchOutcome(lb, {}, np.array([], dtype=int), considered, rejected)
-    if hit is not None and hit.memory is not None and (hit.memory <= system.chip.memory).any():
+    if hit is not None and hit.memory is not None and fits_in(hit.memory, system.chip).any():
         bound = shared.bound(key, system, cal)
         reused = _search_fitting(model, system, lb, hit.memory, cal, objective, considered, rejected, progress,
                                  software, bound, failures)
         if reused is not None:
-            outcome, evaluated, steps = reused
-            shared.add_bound(key, system, cal, evaluated, steps, bound, lb.size)
+            outcome, evaluated, floors = reused
+            shared.add_bound(key, system, cal, evaluated, floors, bound, lb.size)
             return outcome
         shared.forget(key)
     res = _evaluate_chunked(model, system, lb, cal, progress, software)
     if shared is not None and (hit is None or hit.memory is None):
         shared.put(key, replace(hit or entry, memory=np.asarray(res["memory_bytes"], dtype=float)))
-        shared.add_bound(key, system, cal, np.arange(lb.size), np.asarray(res["step_time_s"], dtype=float), None,
-                         lb.size)
+        shared.add_bound(key, system, cal, np.arange(lb.size), floor(res, lb.schedule), None, lb.size)
     fits = res["fits"]
     if (~fits).any():
         rejected["does not fit in memory"] = int((~fits).sum())
@@ -411,19 +411,19 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
                     failures=None):
     """A search that evaluates only the layouts whose known memory fits (SearchShare; some must fit: where none
     does, the smallest footprint is shown, which needs every layout), and of those, where a lower bound of each
-    layout's step time is known (from a variant at least as fast in every respect: more bandwidth or FLOP/s is
-    never slower), only those whose bound could beat the best exact score of the most promising ones.
-    (outcome, evaluated indices, their step times), or None where the memory it computes differs from the
+    layout's step time is known (the floors of variants at least as fast in every respect, plan/shared.py), only
+    those whose bound could beat the best exact score of the most promising ones.
+    (outcome, evaluated indices, their floors), or None where the memory it computes differs from the
     known one or a step time falls below its bound (then the reuse was wrong and the caller searches in full)."""
-    fit = np.nonzero(memory <= system.chip.memory)[0]
+    fit = np.nonzero(fits_in(memory, system.chip))[0]
     keep = fit
     if bound is not None:
         lower = step_score(np.maximum(bound[fit], 1e-300), lb, fit, model, system, objective, failures)
         probe = fit[np.argpartition(lower, PRUNE_PROBE)[:PRUNE_PROBE]] if fit.size > PRUNE_PROBE else fit
         probe_res = training.evaluate(model, system, lb.take(probe), cal, software=software)
         incumbent = float(np.min(objective_score(probe_res, system, objective, failures)))
-        # the probe is kept too: were its exact steps below their bounds (a step time not monotone in the
-        # speeds), the check below sees it and the caller searches in full, instead of an empty answer
+        # the probe is kept too: were its exact steps below their bounds (a part of the floor not monotone in
+        # the speeds), the check below sees it and the caller searches in full, instead of an empty answer
         keep = np.union1d(fit[lower <= incumbent * (1 + 1e-9)], probe)
     sub = lb.take(keep)
     res = _evaluate_chunked(model, system, sub, cal, None, software)
@@ -438,7 +438,8 @@ def _search_fitting(model, system, lb, memory, cal, objective, considered, rejec
         rejected["does not fit in memory"] = int(lb.size - fit.size)
     score = objective_score(res, system, objective, failures)
     order = np.argsort(score, kind="stable")
-    return SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep, step
+    return (SearchOutcome(sub, res, order, considered, rejected, valid=lb.size, fit=int(fit.size)), keep,
+            floor(res, sub.schedule))
 
 
 CHUNK = 262_144

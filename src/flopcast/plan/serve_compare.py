@@ -140,9 +140,7 @@ def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, request
                            inference_calibration=inference_calibration)
     except FlopcastError as exc:
         return str(exc)
-    rng = np.random.default_rng(seed)
-    n_in = int(np.median(S.lengths(input_tokens, 256, rng, "--input-tokens")))
-    n_out = int(np.median(S.lengths(output_tokens, 256, rng, "--output-tokens")))
+    n_in, n_out = S.median_lengths(input_tokens, output_tokens, seed)
     one = inf.predict(d, 1, n_in, n_out)
     if not one.fits:
         mem = one.memory_bytes

@@ -10,13 +10,17 @@ decides what fits). So the candidates and their memory are computed once, by the
 search; a later search evaluates step times only for the layouts that fit its capacity, and
 picks the same layout a full search would (the others cannot be chosen while any layout fits).
 
-Step times bound each other: a variant at least as fast as another in every respect (HBM
-bandwidth, every peak and measured matmul ceiling, every link's bandwidth, no link's latency
-higher) never gives a layout a longer step (the monotonicity the fuzz suite checks: more
-bandwidth or FLOP/s is never slower). So the step times of the faster variants searched before
-are lower bounds of this one's; the search evaluates the layouts with the lowest bounds first,
-and then only those whose bound can still beat the best score found; none that could be the
-best is skipped.
+Step times bound each other, less what a compute window hides: a variant at least as fast as
+another in every respect (HBM bandwidth, every peak and measured matmul ceiling, every link's
+bandwidth, no link's latency higher) never gives a layout a longer compute, bubble, optimizer
+step or exposed tensor/context/expert-parallel communication. The step itself is not monotone:
+the data-parallel collectives and the pipeline's send/recv hide behind a micro-batch's compute
+(and DualPipe's bubble shrinks by the weight-gradient work it fills), so faster compute can
+expose more of them than it saves (llama3-8b on 1,024 DGX B200 chips: 11,158 layouts a step
+longer with BF16 peak 2x than with 1.5x). So a variant keeps `floor`, its step times less those
+parts; the floors of the faster variants searched before are lower bounds of this one's step
+times; the search evaluates the layouts with the lowest bounds first, and then only those whose
+bound can still beat the best score found; none that could be the best is skipped.
 
 The reuse checks itself: the memory the later search computes for the layouts it evaluates
 must equal the first search's, bit for bit, and no step time it computes may fall below its
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..model.strategy import LayoutBatch
+from ..model.strategy import LayoutBatch, Schedule
 
 # Fields that change step times, capacity, price or power but neither the candidates nor the bytes per chip.
 CHIP_FIELDS = ("id", "name", "memory", "memory_bandwidth", "power", "mamf", "sources", "notes")
@@ -65,9 +69,19 @@ def at_least_as_fast(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(x >= y for x, y in zip(a, b))
 
 
+def floor(res: dict, schedule: np.ndarray) -> np.ndarray:
+    """Seconds: a lower bound of each layout's step time on every variant at most as fast as the one `res`
+    (simulate.training.evaluate's arrays) is of: the step less its parts that a compute window hides, which
+    can grow as compute gets faster (exposed data-parallel and pipeline communication, DualPipe's bubble)."""
+    parts = res["time_parts"]
+    hidden = parts["comm/dp"] + parts["comm/pp"] + np.where(schedule == Schedule.DUALPIPE, parts["bubble"], 0.0)
+    return np.asarray(res["step_time_s"], dtype=float) - hidden
+
+
 @dataclass(frozen=True)
 class Bound:
-    """Lower bounds of the step time of every valid layout on one variant (exact where it was evaluated)."""
+    """Lower bounds of the step time of every valid layout on the variants at most as fast as one (its `floor`
+    where it was evaluated)."""
 
     speeds: tuple
     calibration: str
@@ -124,10 +138,10 @@ class SearchShare:
             return None
         return np.maximum.reduce(refs) if len(refs) > 1 else refs[0]
 
-    def add_bound(self, key: str, system, cal, index, step, inherited, size: int) -> None:
-        """Remember this variant's step times (exact at `index`, the inherited bound elsewhere)."""
+    def add_bound(self, key: str, system, cal, index, floors, inherited, size: int) -> None:
+        """Remember this variant's bounds (its `floor` at `index`, the inherited bound elsewhere)."""
         arr = np.zeros(size) if inherited is None else inherited.copy()
-        arr[index] = step
+        arr[index] = floors
         self.evaluated += int(np.size(index))
         kept = self.bounds.setdefault(key, [])
         kept.append(Bound(speeds(system), repr(cal), arr))

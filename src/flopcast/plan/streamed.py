@@ -18,18 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.strategy import LayoutBatch
-
-
-def _take(res: dict, index) -> dict:
-    return {k: ({kk: np.broadcast_to(vv, np.shape(res["step_time_s"]))[index] for kk, vv in v.items()}
-                if isinstance(v, dict) else np.broadcast_to(v, np.shape(res["step_time_s"]))[index])
-            for k, v in res.items()}
-
-
-def _join(parts: list[dict]) -> dict:
-    first = parts[0]
-    return {k: ({kk: np.concatenate([p[k][kk] for p in parts]) for kk in v} if isinstance(v, dict)
-                else np.concatenate([p[k] for p in parts])) for k, v in first.items()}
+from . import results
 
 
 @dataclass
@@ -51,13 +40,13 @@ class Kept:
         fits = np.asarray(res["fits"], dtype=bool)
         self.fit += int(np.count_nonzero(fits))
         pick = self._pick(score, fits, np.asarray(res["memory_bytes"], dtype=float), position)
-        lb, res, score, position = lb.take(pick), _take(res, pick), score[pick], position[pick]
+        lb, res, score, position = lb.take(pick), results.take(res, pick), score[pick], position[pick]
         if self.batch is not None:
-            lb, res = LayoutBatch.concat([self.batch, lb]), _join([self.results, res])
+            lb, res = LayoutBatch.concat([self.batch, lb]), results.concat([self.results, res])
             score, position = np.concatenate([self.score, score]), np.concatenate([self.position, position])
             pick = self._pick(score, np.asarray(res["fits"], dtype=bool), np.asarray(res["memory_bytes"],
                                                                                      dtype=float), position)
-            lb, res, score, position = lb.take(pick), _take(res, pick), score[pick], position[pick]
+            lb, res, score, position = lb.take(pick), results.take(res, pick), score[pick], position[pick]
         self.batch, self.results, self.score, self.position = lb, res, score, position
 
     def _pick(self, score, fits, memory, position) -> np.ndarray:

@@ -3,7 +3,10 @@ and HFU divide by (simulate/training.py)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..cost import params
+from ..model.strategy import Recompute
 from ..model.workload import Model
 
 
@@ -36,6 +39,16 @@ def _mlp_flops_per_token(model: Model) -> float:
     return 2.0 * params.mlp_matmul_params_per_token(model)
 
 
+def _op_flops_per_token(model: Model) -> float:
+    """FLOPs per token torchtitan's per-operator recomputation repeats (simulate.layer._op_recomputed_fwd): the forward
+    of every second matmul of a block, wk, wo and the MLP's w3 (SwiGLU) or down projection (GeLU); an MLA or MoE
+    model's as half of its GEMMs' forward."""
+    if model.mla or model.moe:
+        return params.matmul_params_per_token(model)
+    per_layer = model.hidden * (model.kv_dim + model.attn_out_dim + model.ffn_hidden)
+    return 2.0 * per_layer * (model.layers + model.mtp_layers)
+
+
 def model_flops_per_token(model: Model) -> float:
     """Model FLOPs per trained token: 6N + 12 L H Q T (PaLM, Chowdhery et al. 2022, App. B).
 
@@ -44,3 +57,12 @@ def model_flops_per_token(model: Model) -> float:
     """
     n = params.matmul_params_per_token(model) + params.mtp_matmul_params_per_token(model)
     return 6.0 * n + _attention_flops_per_token(model)
+
+
+def recompute_flops_per_token(model: Model, recompute, flash_attention: bool):
+    """FLOPs per token each layout's recomputation repeats (what HFU adds to MFU's), per Recompute value (array)."""
+    mlp = _mlp_flops_per_token(model) + (0.0 if flash_attention else _attention_flops_per_token(model) / 3.0)
+    return np.select([recompute == Recompute.FULL, recompute == Recompute.SELECTIVE, recompute == Recompute.MLP,
+                      recompute == Recompute.OP],
+                     [model_flops_per_token(model) / 3.0, _selective_flops_per_token(model), mlp,
+                      _op_flops_per_token(model)], 0.0)

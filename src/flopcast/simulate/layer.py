@@ -67,6 +67,7 @@ class Layer:
     # what MLP recomputation repeats: the MLP's (MoE: router and experts') GEMMs and kernels, and an unfused
     # attention's core (its scores are not kept)
     mlp_fwd: np.ndarray
+    op_fwd: np.ndarray  # what per-operator (torchtitan op) recomputation repeats: every second GEMM, the elementwise
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
@@ -136,6 +137,25 @@ def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, 
          + compute.memory_time(scores * compute.unfused_score_bytes(model.dropout),
                                bandwidth=chip.memory_bandwidth, memory_efficiency=fam.memory))
     return t, flops, compute.UNFUSED_BACKWARD_FACTOR
+
+
+def _op_recomputed_fwd(g: _Gemms, model: Model, x: dict, moe_layer: bool, elem_fwd):
+    """Forward time torchtitan's per-operator selective checkpointing repeats in backward (Recompute.OP): its policy
+    saves every matmul's output but every second one's in the block's forward order (wq, wk, wv, wo, then w1, w3, w2 of
+    a SwiGLU MLP or up, down of a GeLU one: wk, wo and w3 or down are recomputed; torchtitan
+    parallelisms/parallelize_llama.py _custom_policy, 9dec370), and no elementwise kernel's (norms, rotary, SiLU and
+    product, residual adds). Deviation: an MLA or MoE layer's matmuls are counted as half of its GEMMs' forward."""
+    if model.mla or moe_layer:
+        return g.fwd / 2.0 + elem_fwd
+    tp, T, h = x["tp"], x["T"], model.hidden
+    op = _Gemms(g.kw, np.zeros_like(T))
+    op.add(T, model.kv_dim / tp, h)  # wk
+    op.add(T, h, model.attn_out_dim / tp)  # wo
+    if model.mlp == Mlp.SWIGLU:
+        op.add(T, model.ffn_hidden / tp, h)  # w3, the up projection
+    else:
+        op.add(T, h, model.ffn_hidden / tp)  # the down projection
+    return op.fwd + elem_fwd
 
 
 def _replicated(x: dict):
@@ -281,6 +301,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, g.flops + attn_flops, attn_flops,
+    op_fwd = _op_recomputed_fwd(g, model, x, moe_layer, elem_fwd)
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, op_fwd, g.flops + attn_flops, attn_flops,
                  _tp_comm(model, system, cal, x, moe_layer), _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor),
                  ep_comm)

@@ -23,10 +23,11 @@ from ..cost import comm, compute, memory, params, pipeline
 from ..cost.comm import Collective
 from ..model.efficiency import Calibration
 from ..model.strategy import MODERN_SOFTWARE, LayoutBatch, Recompute, Schedule, Sharding, Software, virtual_stages
-from ..model.system import Dtype, System
+from ..model.system import System
 from ..model.workload import Model
-from .flops import _attention_flops_per_token, _mlp_flops_per_token, _selective_flops_per_token, model_flops_per_token
+from .flops import model_flops_per_token, recompute_flops_per_token
 from .layer import Layer, gemm_kwargs, layer_times
+from .peaks import GEMM_BYTES, QUANTIZED_CODES, peaks
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
@@ -35,33 +36,6 @@ OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B)
 LAYER_FIELDS = ("tp", "cp", "ep", "etp", "micro_batch", "sequence_parallel", "dtype")
 # The layout fields the data-parallel collectives depend on (parameters per stage and the groups).
 DP_FIELDS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "schedule")
-
-
-# Share of the linear-layer GEMM FLOPs a 4-bit recipe keeps in BF16: NVIDIA's NVFP4 pretraining recipe runs
-# the forward, data-gradient and weight-gradient GEMMs of the linear layers in FP4 except about 16% of them
-# (the 12B model's first two and last eight blocks), and keeps embeddings, the output head, attention and
-# norms in BF16 (arXiv:2509.25149, sec. 4.1 "Linear layers in higher precision"); its MXFP4 comparison
-# uses the same recipe. FP8 (Transformer Engine) and INT8 (AQT) recipes quantize every linear layer.
-FP4_BF16_GEMM_SHARE = 0.16
-QUANTIZED_CODES = np.array(sorted(d for d in Dtype if d.quantized))
-GEMM_BYTES = np.array([d.gemm_bytes for d in Dtype])
-
-
-def _peaks(chip, dtypes: np.ndarray):
-    """(nominal GEMM peak, effective GEMM peak, attention/elementwise peak) per layout; NaN where the chip
-    lacks the dtype. The effective peak of a 4-bit recipe mixes in BF16 for FP4_BF16_GEMM_SHARE of the
-    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by."""
-    table = np.full(len(Dtype), np.nan)
-    for d in Dtype:
-        try:
-            table[d] = chip.peak(d)
-        except ValueError:
-            pass
-    nominal = table[dtypes]
-    fp4 = (dtypes == Dtype.NVFP4) | (dtypes == Dtype.MXFP4)
-    mixed = 1.0 / ((1.0 - FP4_BF16_GEMM_SHARE) / nominal + FP4_BF16_GEMM_SHARE / table[Dtype.BF16])
-    attn = table[np.where(np.isin(dtypes, QUANTIZED_CODES), Dtype.BF16, dtypes)]
-    return nominal, np.where(fp4, mixed, nominal), attn
 
 
 def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +88,7 @@ def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
     f = {k: getattr(lb, k).astype(float) for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "global_batch")}
     f["etp"] = lb.expert_tp.astype(float)
     tp, dtype = f["tp"], lb.dtype
-    peak_nominal, peak_gemm, peak_attn = _peaks(system.chip, dtype)
+    peak_nominal, peak_gemm, peak_attn = peaks(system.chip, dtype)
     # fp8: GEMMs in any narrow format (FP8, INT8, NVFP4, MXFP4); every one takes the family's fitted
     # low-precision (FP8) GEMM efficiency, no FP4 or INT8 training run being in the calibration data
     quantized = np.isin(dtype, QUANTIZED_CODES)
@@ -187,16 +161,21 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     The expert-parallel all-to-all is exposed in full; under DualPipe and combined 1F1B, in the paired share of
     micro-batches, it runs beside another micro-batch's compute (which then has the SMs the all-to-all leaves it)
     and only the excess over that compute is exposed."""
-    L, sched, exposed = c.model.layers, c.lb.schedule, 1.0 - c.cal.tp_overlap
-    fwd, bwd, selective, mlp = (_per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd"))
+    L, sched = c.model.layers, c.lb.schedule
+    exposed = 1.0 - (c.cal.tp_overlap if c.software.tp_comm_overlap else 0.0)
+    fwd, bwd, selective, mlp, op = (_per_layer(kinds, L, a)
+                                    for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd", "op_fwd"))
     rc = c.lb.recompute
-    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(rc == Recompute.MLP, mlp,
-                                                                                             0.0)))
+    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(
+        rc == Recompute.MLP, mlp, np.where(rc == Recompute.OP, op, 0.0))))
     # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
     # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
-    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation
+    # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation; per-operator
+    # recomputation saves the reduce-scatters' outputs but not the all-gathers' (torchtitan _save_list), so the two
+    # forward all-gathers run again
     mlp_rec = rc == Recompute.MLP
-    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec, 1.25, 1.0)) * exposed
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec | (rc == Recompute.OP), 1.25,
+                                                                                  1.0)) * exposed
     cp_c = _per_layer(kinds, L, "cp_comm")
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
@@ -270,6 +249,12 @@ def _pipeline_parts(c: _Ctx, lt: dict, st: dict, t_embed, t_logits) -> dict:
     return parts
 
 
+def weight_dp(f: dict):
+    """Ranks holding the same dense weights, which reduce gradients and shard ZeRO/FSDP states together: dp x cp
+    (Megatron-Core: parallel_state.get_data_parallel_group(with_context_parallel=True); torchtitan: dp_shard_cp)."""
+    return f["dp"] * f["cp"]
+
+
 def expert_dp(f: dict):
     """Expert data-parallel degree: the stage's tp x cp x dp ranks over etp x ep (MoE Parallel Folding, Liu et al.
     2025, arXiv:2504.14960, sec. 3), at least 1."""
@@ -302,9 +287,9 @@ def _stage_params(c: _Ctx, stage_layers) -> tuple[np.ndarray, np.ndarray, float]
 def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, layer_dense) -> dict:
     """Exposed data-parallel communication and the optimizer step (Rajbhandari et al. 2020)."""
     system, cal, sw, sharding = c.system, c.cal, c.software, c.lb.sharding
-    tp, dp, cp, ep, T = c.f["tp"], c.f["dp"], c.f["cp"], c.f["ep"], c.x["T"]
+    tp, dp, ep, T = c.f["tp"], weight_dp(c.f), c.f["ep"], c.x["T"]
     edp, edp_stride = expert_dp(c.f), c.f["etp"] * ep
-    dp_stride = tp * cp
+    dp_stride = tp  # the context-parallel ranks of a data-parallel replica sit next to each other, tp apart
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
     u, inverse_d = _distinct(c.lb, DP_FIELDS, c.dedupe)
 
@@ -357,7 +342,7 @@ def _dp_unsharded(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, 
 
 def _optimizer(c: _Ctx, dense_params, expert_params):
     """The optimizer step: memory-bound Adam over the parameters this chip owns."""
-    dp, edp = c.f["dp"], expert_dp(c.f)
+    dp, edp = weight_dp(c.f), expert_dp(c.f)
     owned = np.where(c.lb.sharding >= Sharding.ZERO1, dense_params / dp + expert_params / edp,
                      dense_params + expert_params)
     chip, fam = c.system.chip, c.cal.for_chip(c.system.chip)
@@ -368,10 +353,11 @@ def _optimizer(c: _Ctx, dense_params, expert_params):
 def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes) -> dict:
     """Bytes per chip on the busiest stage: weights, gradients, optimizer states, activations, other."""
     model, lb, T, h = c.model, c.lb, c.x["T"], c.model.hidden
-    tp, dp, L = c.f["tp"], c.f["dp"], model.layers
+    tp, L = c.f["tp"], model.layers
     w_bytes, g_bytes, o_bytes = memory.state_bytes_per_param(lb.dtype)
-    weights, grads, optim = memory.state_bytes(dense_params, expert_params, dp, expert_dp(c.f), lb.sharding,
-                                               dtype_weight_bytes=w_bytes, grad_bytes=g_bytes, optimizer_bytes=o_bytes)
+    weights, grads, optim = memory.state_bytes(dense_params, expert_params, weight_dp(c.f), expert_dp(c.f),
+                                               lb.sharding, dtype_weight_bytes=w_bytes, grad_bytes=g_bytes,
+                                               optimizer_bytes=o_bytes)
     fp8 = c.x["fp8"]
 
     def act(rc):
@@ -382,7 +368,8 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
                    for n, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(lb.recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(c.f["pp"], c.v, c.m, lb.schedule)
-    working = np.where(c.full_rec, act_full_layer, 0.0)  # the one layer being recomputed
+    # the one layer being recomputed (per-operator recomputation rebuilds a whole block's forward too)
+    working = np.where(c.full_rec | (lb.recompute == Recompute.OP), act_full_layer, 0.0)
     pp = c.f["pp"]
     last_layers = stage_layers + model.mtp_layers  # the MTP modules sit with the output head
     first = stage_layers * act_layer * inflight + working + T * h * memory.ACT_BYTES
@@ -471,18 +458,13 @@ def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     tokens = f["global_batch"] * model.seq_len
     flops_per_token = model_flops_per_token(model)
     model_flops_rate = tokens * flops_per_token / step / chips
-    rc = c.lb.recompute
-    rec_flops_token = np.where(c.full_rec, flops_per_token / 3.0,
-                               np.where(rc == Recompute.SELECTIVE, _selective_flops_per_token(model),
-                                        np.where(rc == Recompute.MLP, _mlp_flops_per_token(model)
-                                                 + (0.0 if c.software.flash_attention
-                                                    else _attention_flops_per_token(model) / 3.0), 0.0)))
+    rec_flops_token = recompute_flops_per_token(model, c.lb.recompute, c.software.flash_attention)
     return dict(
         step_time_s=step,
         time_parts=parts,
         memory_parts=mem,
         memory_bytes=mem_total,
-        fits=mem_total <= c.system.chip.memory,
+        fits=memory.fits(mem_total, c.system.chip),
         microbatches=c.m,
         tokens_per_s=tokens / step,
         tokens_per_s_per_chip=tokens / step / chips,

@@ -99,7 +99,8 @@ def _tokens(v, name: str) -> str:
     return text
 
 
-def _formats(v, check_one) -> tuple | None:
+def _formats(v, check_one, label: str) -> tuple | None:
+    """The format names of a `weights` / `kv_dtype` field, each checked by `check_one` (errors name `label`)."""
     if v is None:
         return None
     names = tuple(n.strip().lower() for n in _list(v))
@@ -107,10 +108,9 @@ def _formats(v, check_one) -> tuple | None:
         raise ValueError("a format list is empty")
     for n in names:
         try:
-            check_one(n)
+            check_one(n, label=label)
         except FlopcastError as exc:
-            raise ValueError(str(exc).replace("--weights", "serving.weights").replace("--kv-dtype",
-                                                                                       "serving.kv_dtype")) from None
+            raise ValueError(str(exc)) from None
     return names
 
 
@@ -123,7 +123,8 @@ def points(block: ServingBlock) -> list[Serve]:
     qps = [None] if block.qps is None else [float(check("qps", q, label="serving.qps")) for q in _list(block.qps)]
     if not all((ttft, tpot, ins, outs, qps)):
         raise ValueError("serving: a list is empty")
-    w, kv = _formats(block.weights, inf.weight_format), _formats(block.kv_dtype, inf.kv_element_bytes)
+    w = _formats(block.weights, inf.weight_format, "serving.weights")
+    kv = _formats(block.kv_dtype, inf.kv_element_bytes, "serving.kv_dtype")
     return [Serve(a, b, i, o, q, w, kv, block.requests, block.disaggregate)
             for a, b, i, o, q in itertools.product(ttft, tpot, ins, outs, qps)]
 

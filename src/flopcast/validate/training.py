@@ -122,7 +122,7 @@ def source_date(row: dict) -> dt.date | None:
 # PyTorch FSDP gathers one flat parameter per wrapped block and prefetches the next block (backward_prefetch
 # BACKWARD_PRE, forward_prefetch; Zhao et al. 2023 sec. 3.3.2), as do Megatron-Core's FSDP and XLA's FSDP
 # (MaxText, AXLearn: the latency-hiding scheduler issues the next layer's all-gather during this one's compute).
-_FRAMEWORK = re.compile(r"\b(deepspeed|fsdp|maxtext|axlearn|megatron|nemo|neuron)", re.IGNORECASE)
+_FRAMEWORK = re.compile(r"\b(deepspeed|fsdp|torchtitan|maxtext|axlearn|megatron|nemo|neuron)", re.IGNORECASE)
 DEEPSPEED_ZERO3 = dict(zero3_gathers_per_layer=ERA_2021_SOFTWARE.zero3_gathers_per_layer,
                        zero3_prefetch_params=ERA_2021_SOFTWARE.zero3_prefetch_params)
 BLOCK_PREFETCH_ZERO3 = dict(zero3_gathers_per_layer=MODERN_SOFTWARE.zero3_gathers_per_layer,
@@ -177,6 +177,8 @@ def software_of(row: dict) -> Software:
         base = replace(base, flash_attention=False)
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
+    if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
+        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False)
     return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
 
 
@@ -252,6 +254,11 @@ def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
     elif not software.flash_attention:
         assumed = (*assumed, f"attention unfused: the source's date ({source_date(row)}) precedes fused attention in "
                              f"{framework_of(row) or 'its software'}")
+    overlap = (row.get("tp_comm_overlap") or "").strip().lower()
+    if overlap not in ("", "yes", "no"):
+        raise FlopcastError(f"tp_comm_overlap {row['tp_comm_overlap'].strip()!r} is not one of yes, no (or blank)")
+    if overlap:
+        software = replace(software, tp_comm_overlap=overlap == "yes")
     return software, assumed
 
 

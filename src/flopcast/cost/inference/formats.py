@@ -79,18 +79,20 @@ WEIGHT_ALIASES = {"q4_0_4_4": "q4_0", "q4_0_4_8": "q4_0", "q4_0_8_8": "q4_0", "f
                   "awq": "awq-int4", "w4a16": "int4", "fp8-dynamic": "fp8", "q6_k_m": "q6_k"}
 
 
-def weight_format(name: str) -> WeightFormat:
+def weight_format(name: str, label: str = "--weights") -> WeightFormat:
+    """The weight format `name` (or an alias); `label` names where it was given in the error (an option, a field)."""
     key = name.strip().lower()
     key = WEIGHT_ALIASES.get(key, key)
     if key not in WEIGHT_FORMATS:
-        raise FlopcastError(f"--weights {name!r} is not a known format; valid: {', '.join(WEIGHT_FORMATS)}")
+        raise FlopcastError(f"{label} {name!r} is not a known format; valid: {', '.join(WEIGHT_FORMATS)}")
     return WEIGHT_FORMATS[key]
 
 
-def kv_element_bytes(name: str) -> float:
+def kv_element_bytes(name: str, label: str = "--kv-dtype") -> float:
+    """Bytes of one KV-cache element of type `name`; `label` names where it was given in the error."""
     key = name.strip().lower()
     if key not in KV_BYTES:
-        raise FlopcastError(f"--kv-dtype {name!r} is not a known KV-cache type; valid: {', '.join(KV_BYTES)}")
+        raise FlopcastError(f"{label} {name!r} is not a known KV-cache type; valid: {', '.join(KV_BYTES)}")
     return KV_BYTES[key]
 
 

@@ -23,7 +23,7 @@ from .interval import bounds as interval_bounds
 from .interval import with_bounds as with_interval
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
-from .requests import Requests, lengths, poisson_requests, read_trace
+from .requests import Requests, lengths, median_length, median_lengths, median_output, poisson_requests, read_trace
 from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
@@ -34,6 +34,7 @@ __all__ = [
     "ClosedLoop", "closed_loop",
     "Outcome",
     "Replica", "Requests", "Routing",
-    "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "parse_choice",
+    "Scheduler", "ServingConfig", "ServingResult", "Simulation", "find_capacity", "lengths", "median_length",
+    "median_lengths", "median_output", "parse_choice",
     "poisson_requests", "read_trace", "simulate", "summarize",
 ]

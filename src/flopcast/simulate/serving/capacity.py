@@ -10,7 +10,7 @@ from ...cost import inference as inf
 from .budget import BudgetSpent, WorkBudget
 from .config import Scheduler, ServingConfig
 from .iteration import IterationCost
-from .requests import lengths, poisson_requests
+from .requests import median_output, poisson_requests
 from .disagg import Disaggregated, simulate_any
 
 
@@ -40,8 +40,7 @@ def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, r
     (plan/deploy.py) saves the doubling. `budget`: the work the search may take (default CAPACITY_WORK units); when it
     runs out the search stops with the highest rate verified so far and budget.cut set.
     Returns (qps, result at that qps); (0, None) when no rate meets the SLOs (or none was verified in the budget)."""
-    out_median = float(np.median(lengths(output_tokens, 256, np.random.default_rng(seed), "--output-tokens")))
-    horizon = span_horizons * (config.slo_ttft_s + out_median * config.slo_tpot_s)
+    horizon = span_horizons * (config.slo_ttft_s + median_output(output_tokens, seed) * config.slo_tpot_s)
     budget = WorkBudget(CAPACITY_WORK) if budget is None else budget
     cost = None if isinstance(d, Disaggregated) else IterationCost.of(d, max(
         config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens,

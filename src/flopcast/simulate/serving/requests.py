@@ -63,6 +63,23 @@ def lengths(spec: str | int, n: int, rng: np.random.Generator, option: str = "--
                         f"and 0 <= SIGMA <= {MAX_SIGMA:g}")
 
 
+
+def median_length(spec, rng: np.random.Generator, option: str = "--input-tokens") -> float:
+    """The median of 256 lengths drawn from `spec` (as `lengths`): what the planners size rooflines and runs by."""
+    return float(np.median(lengths(spec, 256, rng, option)))
+
+
+def median_lengths(input_tokens, output_tokens, seed: int) -> tuple[int, int]:
+    """(input, output) median lengths in whole tokens, drawn in that order from one generator seeded `seed`."""
+    rng = np.random.default_rng(seed)
+    return int(median_length(input_tokens, rng, "--input-tokens")), int(median_length(output_tokens, rng,
+                                                                                      "--output-tokens"))
+
+
+def median_output(output_tokens, seed: int) -> float:
+    """The median output length, from a generator of its own seeded `seed`: what a run's span is sized by."""
+    return median_length(output_tokens, np.random.default_rng(seed), "--output-tokens")
+
 def poisson_requests(qps: float, rng: np.random.Generator, *, n: int | None = None, duration_s: float | None = None,
                      input_tokens="512", output_tokens="128") -> Requests:
     """Poisson arrivals at `qps` (exponential gaps), either n requests or until duration_s."""
