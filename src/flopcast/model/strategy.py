@@ -233,13 +233,13 @@ class Software:
     # how much of an MoE layer's host work is replayed from captured graphs (CudaGraphs; the host calls left are
     # flopcast.simulate.layer.moe_host_ops); None: the framework's default for the chip (default_cuda_graphs)
     cuda_graphs: CudaGraphs | None = None
-    # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
-    dispatcher: Dispatcher = Dispatcher.ALLTOALL
     # whether the framework hides tensor-parallel collectives behind GEMMs (the calibration's tp_overlap share):
     # Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers) does; torchtitan's vanilla TP (DTensor
     # redistributes between the GEMMs, waited on) does not, only its AsyncTP (torch._inductor micro-pipelined TP),
     # which benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md measures at 1.04-1.16x over vanilla TP
     tp_comm_overlap: bool = True
+    # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
+    dispatcher: Dispatcher = Dispatcher.ALLTOALL
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

@@ -8,6 +8,7 @@ itself.
 from __future__ import annotations
 
 import math
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -24,7 +25,7 @@ from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
 from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
-from . import streamed
+from . import bounds, streamed
 from .shared import SearchShare, SharedLayouts, floor
 
 
@@ -325,15 +326,22 @@ STREAM_ABOVE = EXPAND_ROWS  # candidates past which a search asked for its best 
 
 def _streamed(model, system, cal, objective, progress, software, failures, keep, passing) -> SearchOutcome:
     """search()'s outcome holding only the best `keep` fitting layouts and the smallest footprint (plan/streamed.py):
-    the same layouts, order and counts, a chunk of the candidates in memory at a time."""
+    the same layouts, order and counts, a chunk of the candidates in memory at a time; by throughput, only the
+    layouts that fit and whose lower bound (plan/bounds.py) can be kept are evaluated."""
     base, pairs, ch, tally = passing
     if progress is not None:  # the candidates the degree and batch rules rejected
         progress.add_total(tally.considered)
         progress.update(tally.considered)
-    dtypes: dict = {}
-    pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, progress)
-    kept = streamed.best_of(pieces, lambda lb: training.evaluate(model, system, lb, cal, software=software),
-                            lambda res: objective_score(res, system, objective, failures), keep, CHUNK, progress)
+    before = deepcopy(tally)
+    pruning = bounds.pruning(model, system, cal, software) if objective == "throughput" else None
+    for attempt, prune in enumerate([pruning, None] if pruning else [None]):  # a broken bound: every layout evaluated
+        tally, dtypes, shown = deepcopy(before), {}, progress if attempt == 0 else None
+        pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, shown)
+        kept = streamed.best_of(pieces, lambda lb: training.evaluate(model, system, lb, cal, software=software),
+                                lambda res: objective_score(res, system, objective, failures), keep, CHUNK, shown,
+                                pruning=prune)
+        if not kept.broken:
+            break
     rejected = dict(tally.rejected)
     for d, n in dtypes.items():
         why = training_dtype_problem(system.chip, Dtype(d))
