@@ -41,6 +41,15 @@ def layout_options(f):
     return f
 
 
+def dispatcher_option(f):
+    """`--dispatcher alltoall|flex`: the MoE token dispatcher the run uses."""
+    return click.option(
+        "--dispatcher", "dispatcher", type=click.Choice(["alltoall", "flex"]), default=None,
+        help="MoE token dispatcher: alltoall (Megatron-Core's default: each token copied once per routed expert "
+             "and sent by NCCL), flex (DeepEP/HybridEP: each token sent once per destination rank) "
+             "[default: alltoall].")(f)
+
+
 def cuda_graphs_option(f):
     """`--cuda-graphs none|partial|full`: how much of an MoE layer's host work the run replays from captured graphs."""
     return click.option(

@@ -299,7 +299,9 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: dict | None = Non
             continue
         key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
         if key not in cache:
-            cache[key] = _fit_family(fam, mine, (start or {}).get(fam))
+            fit = _fit_family(fam, mine, (start or {}).get(fam))
+            chips = {d.system.chip.id: d.system.chip for d in (configure(r, {})[0] for r in mine)}
+            cache[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
         table[fam] = cache[key]
     return table
 
