@@ -74,6 +74,16 @@ class CudaGraphs(IntEnum):
     FULL = 2
 
 
+class FlashKernel(IntEnum):
+    """Which fused (FlashAttention-style) attention kernel a run calls; the fitted attention efficiency is the
+    first's (FlashAttention-2-class kernels: FA2/FA3, cuDNN, Transformer Engine's fused attention)."""
+
+    FA2 = 0
+    # FlashAttention in Triton (flash_attn/flash_attn_triton.py, the FlashAttention-1 algorithm; MPT's
+    # attn_impl triton), which Dao 2023 (FlashAttention-2, arXiv:2307.08691, sec. 4.1) benchmarks against FA2
+    TRITON = 1
+
+
 # chip families whose frameworks compile the whole training step (XLA on TPU, neuronx-cc on Trainium): no
 # host-issued operators, so CudaGraphs.FULL is their default
 COMPILED_FAMILIES = ("tpu", "trainium")
@@ -200,6 +210,7 @@ class Software:
     """
 
     flash_attention: bool = True  # fused attention keeps no s x s scores (Dao et al. 2022, arXiv:2205.14135)
+    flash_kernel: FlashKernel = FlashKernel.FA2  # the fused kernel, where flash_attention is on
     # collectives a ZeRO-3 / FSDP rank issues per layer and pass: 1 for FSDP's flat parameter per
     # wrapped block (Zhao et al. 2023, PyTorch FSDP, sec. 3.2), one per parameter tensor for DeepSpeed
     # ZeRO-3 as of 2021 (its partitioned-parameter coordinator fetches each module's parameters)

@@ -21,6 +21,7 @@ from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
     CudaGraphs,
+    FlashKernel,
     ERA_2021_SOFTWARE,
     MODERN_SOFTWARE,
     Layout,
@@ -247,10 +248,11 @@ def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
     assumptions with a sentence where attention is unfused by the date rule rather than a stated cell."""
     software = replace(software_of(row), cuda_graphs=cuda_graphs_of(row))
     attention = (row.get("attention") or "").strip().lower()
-    if attention not in ("", "fused", "unfused"):
-        raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, unfused (or blank)")
+    if attention not in ("", "fused", "triton", "unfused"):
+        raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, triton, unfused (or blank)")
     if attention:
-        software = replace(software, flash_attention=attention == "fused")
+        software = replace(software, flash_attention=attention != "unfused",
+                           flash_kernel=FlashKernel.TRITON if attention == "triton" else FlashKernel.FA2)
     elif not software.flash_attention:
         assumed = (*assumed, f"attention unfused: the source's date ({source_date(row)}) precedes fused attention in "
                              f"{framework_of(row) or 'its software'}")
