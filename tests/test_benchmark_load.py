@@ -6,6 +6,7 @@ import pytest
 from flopcast import catalog
 from flopcast.cost import inference as inf
 from flopcast.errors import FlopcastError
+from flopcast.model.efficiency import MEMORY_CEILING
 from flopcast.simulate import serving as S
 from flopcast.simulate.serving.simulation import Simulation
 from flopcast.validate import benchmark as vb
@@ -208,12 +209,21 @@ def test_moe_block_rate_prior_is_one_dma_engine():
     assert per_block == pytest.approx(3 * 512 * 4096 * 2 / 27.2e9)  # 0.46 ms a block at hidden 4,096
 
 
-def test_neuroncore_v3_is_its_own_engine_family_and_borrows_v2_first():
+def test_neuroncore_v3_without_rows_takes_v2_software_and_its_own_hardware():
+    """A family without rows: software (per-layer, per-request, MoE kernel rates) from its kind's fitted engines,
+    hardware fractions from its chip's own facts x the share of their chips' fractions those engines reach."""
     assert _neuron().family == "neuronx-v3"
     assert inf.deployment(catalog.load_model("llama3-8b"), catalog.load_system("inf2.48xlarge")).family == "neuronx"
-    v2 = inf.EngineEfficiency(0.1, 0.45, 50e-6, 6e-3, 0.0, 4e-4, 4e-6)
-    eff, note = inf.family_efficiency({"neuronx": v2, "gpu": inf.PRIORS["gpu"]}, "neuronx-v3")
-    assert eff == v2 and "predecessor neuronx" in note
+    v2 = inf.EngineEfficiency(0.1, 0.45, 50e-6, 6e-3, 0.0, 4e-4, 4e-6, compute_basis=0.5, memory_basis=0.75)
+    trn2 = catalog.load_chip("trainium2")
+    eff, note = inf.family_efficiency({"neuronx": v2, "gpu": inf.PRIORS["gpu"]}, "neuronx-v3", trn2,
+                                      catalog.calibration())
+    assert (eff.layer_overhead_s, eff.request_overhead_s, eff.moe_block_bytes_per_s, eff.moe_expert_overhead_s) == \
+        pytest.approx((v2.layer_overhead_s, v2.request_overhead_s, v2.moe_block_bytes_per_s, v2.moe_expert_overhead_s))
+    own = inf.hardware_fractions(trn2, catalog.calibration())
+    assert own == (1.0, MEMORY_CEILING)  # no training runs of its own, no measured matmul ceiling
+    assert eff.compute == pytest.approx(own[0] * 0.1 / 0.5) and eff.memory == pytest.approx(own[1] * 0.45 / 0.75)
+    assert eff.compute > v2.compute and "neuronx" in note and "own fractions" in note
 
 
 def test_rate_loads_are_open_loop_constant_for_guidellm_poisson_otherwise():

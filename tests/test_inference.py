@@ -8,6 +8,8 @@ from flopcast import catalog
 from flopcast.cost import inference as inf
 from flopcast.cost import params as P
 from flopcast.errors import FlopcastError
+from flopcast.model.efficiency import MEMORY_CEILING
+from flopcast.model.system import Dtype
 from flopcast.simulate.serving import IterationCost
 from flopcast.validate.inference import validate_inference
 
@@ -176,12 +178,35 @@ def test_neuron_decode_reads_the_whole_kv_window():
     assert inf.decode_window(gpu, 128, 3968) == 128 + 3968 / 2
 
 
-def test_family_without_rows_borrows_the_fitted_relative():
-    fitted = inf.EngineEfficiency(0.2, 0.5, 60e-6, 8e-3, 0.0)
-    eff, note = inf.family_efficiency({"neuronx": fitted}, "gpu")
-    assert (eff.memory, eff.layer_overhead_s) == pytest.approx((0.5, 60e-6)) and "neuronx" in note
-    eff, note = inf.family_efficiency({}, "gpu")
+def test_family_without_rows_borrows_software_of_other_accelerators_and_scales_hardware_by_its_chip():
+    fitted = inf.EngineEfficiency(0.2, 0.5, 60e-6, 8e-3, 0.0, compute_basis=0.4, memory_basis=0.8)
+    h100 = catalog.load_chip("h100-sxm")
+    cal = catalog.calibration()
+    eff, note = inf.family_efficiency({"neuronx": fitted}, "gpu", h100, cal)
+    gemm, mem = inf.hardware_fractions(h100, cal)
+    assert (gemm, mem) == (cal.families["nvidia-hopper"].gemm, cal.families["nvidia-hopper"].memory)  # its runs
+    assert (eff.layer_overhead_s, eff.request_overhead_s) == pytest.approx((60e-6, 8e-3)) and "neuronx" in note
+    assert (eff.compute, eff.memory) == pytest.approx((gemm * 0.2 / 0.4, mem * 0.5 / 0.8))
+    # a table without the basis (an older file): the kin's fractions as they are
+    eff, _ = inf.family_efficiency({"neuronx": inf.EngineEfficiency(0.2, 0.5, 60e-6, 8e-3, 0.0)}, "gpu", h100, cal)
+    assert (eff.compute, eff.memory) == pytest.approx((0.2, 0.5))
+    eff, note = inf.family_efficiency({}, "gpu", h100, cal)
     assert eff == inf.PRIORS["gpu"] and "prior" in note
+    # the CPU engine borrows no accelerator's software
+    eff, note = inf.family_efficiency({"neuronx": fitted}, "llama.cpp", catalog.load_chip("graviton4"), cal)
+    assert eff == inf.PRIORS["llama.cpp"]
+
+
+def test_hardware_fractions_come_from_the_chips_own_facts():
+    cal = catalog.calibration()
+    trn1 = inf.hardware_fractions(catalog.load_chip("trainium1"), cal)  # its training runs
+    assert trn1 == (cal.families["trainium"].gemm, cal.families["trainium"].memory)
+    mi300x = catalog.load_chip("mi300x")  # no training runs: its measured matmul ceiling
+    assert inf.hardware_fractions(mi300x, cal) == (pytest.approx(mi300x.mamf_fraction(Dtype.BF16)), MEMORY_CEILING)
+    # the basis a fit records: the geometric mean of its chips' fractions
+    e = inf.with_basis(inf.PRIORS["neuronx"], [catalog.load_chip("trainium1"), catalog.load_chip("inferentia2")], cal)
+    assert e.compute_basis == pytest.approx((trn1[0] * 1.0) ** 0.5)
+    assert e.memory_basis == pytest.approx((trn1[1] * MEMORY_CEILING) ** 0.5)
 
 
 def test_cpu_thread_rate_counts_weights_not_bytes():
@@ -190,3 +215,15 @@ def test_cpu_thread_rate_counts_weights_not_bytes():
     q4 = inf.deployment(m, s, weights="q4_0", threads=2)
     q8 = inf.deployment(m, s, weights="q8_0", threads=2)
     assert q8.thread_bandwidth / q4.thread_bandwidth == pytest.approx(8.5 / 4.5)
+
+
+def test_the_shipped_serving_fit_records_its_chips_hardware_basis():
+    """calibrate inference stores, per family, the hardware fractions of the chips whose rows fitted it, so a
+    family without rows can take the share of them its kind's engines reach (family_efficiency). The basis is the
+    training calibration's as it was at the serving fit: a later training refit moves it a little (10% allowed)."""
+    cal = catalog.calibration()
+    table = inf.load_inference_calibration()
+    for fam, chips in inf.calibration_hardware().items():
+        want = inf.with_basis(table[fam], [catalog.load_chip(c) for c in chips], cal)
+        assert table[fam].compute_basis == pytest.approx(want.compute_basis, rel=0.1)
+        assert table[fam].memory_basis == pytest.approx(want.memory_basis, rel=0.1)

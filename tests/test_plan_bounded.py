@@ -178,3 +178,44 @@ def test_memory_first_changes_nothing(monkeypatch, model, system, chips):
     assert first.batch.size <= plain.batch.size
     if not plain.n_fit:
         assert np.min(first.results["memory_bytes"]) == np.min(plain.results["memory_bytes"])
+
+
+def _row_of(lane, lb):
+    """Each layout's base row in the lane (its index)."""
+    cols = np.stack([lb.tp, lb.cp, lb.pp, lb.dp, lb.global_batch, lb.micro_batch, lb.ep, lb.etp], axis=1)
+    top = np.maximum(cols.max(axis=0), lane.base.max(axis=0)) + 1
+    pack = lambda a: np.ravel_multi_index(tuple(a.T), tuple(top))  # noqa: E731
+    keys = pack(lane.base)
+    order = np.argsort(keys)
+    at = order[np.searchsorted(keys, pack(cols), sorter=order)]
+    assert np.array_equal(lane.base[at], cols)
+    return at
+
+
+@pytest.mark.parametrize("model,system,chips,space", [
+    ("qwen3-235b-a22b", "p5.48xlarge", 256, {"micro_batch": (1,), "global_batch": (1024,), "cp": (1,)}),
+    ("deepseek-v3", "gb200-nvl72", 1152, {"micro_batch": (1,), "global_batch": (4096,), "cp": (1,)}),
+    ("llama4-maverick", "tpu7x", 1024, {"micro_batch": (1,), "global_batch": (1024,), "cp": (1, 2)}),
+    ("gpt-oss-120b", "trn2.48xlarge", 512, {"micro_batch": (1,), "global_batch": (1024,), "cp": (1,)}),
+    ("llama3-405b", "trn2.48xlarge", 2048, {"micro_batch": (1,), "global_batch": (1024, 2048)}),
+    ("gpt-300b", "p5.48xlarge", 1024, {"micro_batch": (1, 2), "global_batch": (1536,)}),
+])
+def test_bounds_hold_for_every_layout_and_pick_the_exhaustive_best(model, system, chips, space):
+    """MoE (the expert all-to-all, overlapping schedules) and dense models: the row and layout bounds, with
+    their exposed all-to-all and data-parallel terms, are below every valid layout's seconds per token, and the
+    bounded search picks the exhaustive best evaluating a small share of the layouts."""
+    m, sy = forecast.resolve_model(model, None), forecast.resolve_system(system)
+    sp = replace(S.SearchSpace(), **space)
+    full = S.search(m, sy, chips, CAL, sp, objective="throughput")
+    table = bounded.WorkTable(m, sy, CAL)
+    per_token = 1.0 / np.asarray(full.results["tokens_per_s"])
+    lane = bounded._Lane(m, sy, chips, sp, table, True, None, bounded.MODERN_SOFTWARE)
+    row = lane.bound[_row_of(lane, full.batch)]
+    lower = bounded.layout_bounds(m, table, full.batch)
+    assert (row <= per_token).all() and (lower <= per_token).all()
+    assert (row <= lower * (1 + 1e-9)).all()  # a row's bound is its layouts' least
+    best = int(full.order[0])
+    assert lower[best] > 0.9 * per_token[best]  # and tight where it matters
+    fast = bounded.search(m, sy, chips, CAL, sp, table)
+    assert _best(fast) == _best(full) and fast.considered == full.considered
+    assert fast.n_evaluated < full.batch.size / 5

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import FlopcastError
 from .units import DAY, parse_count, parse_duration
@@ -49,8 +51,8 @@ LIMITS = {
     # million of them took minutes
     "global_batch": Bound(1, 1e9), "seq_len": Bound(1, 2**27), "top": Bound(1, 1_000),
     "tokens": Bound(0, 1e17, integer=False, open_low=True),
-    # serving
-    "input_tokens": Bound(1, 2**27), "output_tokens": Bound(1, 2**27), "requests": Bound(1, 1e7),
+    # serving (requests: simulate.serving.requests.MAX_REQUESTS, what a run's work limit holds)
+    "input_tokens": Bound(1, 2**27), "output_tokens": Bound(1, 2**27), "requests": Bound(1, 250_000),
     "concurrency": Bound(1, 1e6), "max_batch": Bound(1, 1e6), "replicas": Bound(1, 1e6), "threads": Bound(1, 1e6),
     "qps": Bound(1e-6, 1e7, integer=False),  # one request in 11.6 days to ten million a second
     "duration_s": Bound(0, 100 * _YEARS, integer=False, open_low=True, unit="s"),
@@ -124,6 +126,56 @@ def click_type(name: str):
 
     Checked.name = "integer" if bound.integer else ("duration" if bound.unit else "number")
     return Checked()
+
+
+def read_bounded(path, max_bytes: int, what: str = "") -> bytes:
+    """The bytes of a user's file, at most `max_bytes` of them read: a FlopcastError for a path that is not a
+    regular file (a device such as /dev/zero is read until memory runs out, a pipe waits for a writer forever; a
+    symbolic link counts as what it points to) or one over `max_bytes`. `what` names it in the error ("--trace").
+    A missing path or a folder is the caller's to name first, in its own words; here either is one line too."""
+    p = Path(path)
+    shown = f"{what} {p}" if what else str(p)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise FlopcastError(" ".join(f"cannot read {shown}: {exc.strerror or exc}".split())) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise FlopcastError(f"{shown} is a folder; valid: a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise FlopcastError(f"{shown} is not a regular file (a device, a pipe or a socket); valid: a file")
+    if st.st_size > max_bytes:
+        raise FlopcastError(f"{shown} is {st.st_size:,} bytes; valid: a file of at most {max_bytes:,} bytes")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(max_bytes + 1)  # + 1: a file that grew after the stat is caught too
+    except OSError as exc:
+        raise FlopcastError(" ".join(f"cannot read {shown}: {exc.strerror or exc}".split())) from None
+    if len(data) > max_bytes:
+        raise FlopcastError(f"{shown} is over {max_bytes:,} bytes; valid: a file of at most {max_bytes:,} bytes")
+    return data
+
+
+def check_output(path, label: str) -> None:
+    """A FlopcastError for an output target that would block forever: a named pipe (or socket) no process reads
+    (opening it to write waits for a reader). A pipe being read, /dev/null and /dev/full pass (a full device's
+    write fails later, with its own one-line error); so does a path that does not exist yet."""
+    import errno
+    import os
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISSOCK(mode):
+        raise FlopcastError(f"{label} {path} is a socket; valid: a file")
+    if not stat.S_ISFIFO(mode):
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise FlopcastError(f"{label} {path} is a pipe that no process reads; valid: a file, or a pipe being "
+                                "read") from None
 
 
 # ---- the rows of user CSV files (validate's measured runs, serve's --trace): one declared schema per row kind ----

@@ -226,10 +226,12 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
         qps = capacity
     else:
         reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)
-        res = S.simulate_any(target, reqs, cfg, seed=seed)
+        budget = S.WorkBudget(S.RUN_WORK)  # the run and both ends of its interval together
+        res = _bounded(lambda: S.simulate_any(target, reqs, cfg, seed=seed, budget=budget), len(reqs))
     interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
     # each end of the interval is its own run of the same requests (queues are not linear in speed)
-    b = {} if capacity is not None else S.interval_bounds(target, reqs, cfg, interval, seed)
+    b = {} if capacity is not None else _bounded(lambda: S.interval_bounds(target, reqs, cfg, interval, seed,
+                                                                           budget=budget), len(reqs))
     if interval is not None:
         notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
                      "leave-one-source-out errors (uncertainty.yaml)"
@@ -237,6 +239,15 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
                         ", each end simulated with the same requests"))
     return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed,
                        interval, b, pd)
+
+
+def _bounded(run, n: int):
+    """run(), or one line saying the run and its interval's ends passed the work limit (S.RUN_WORK)."""
+    try:
+        return run()
+    except S.BudgetSpent:
+        raise FlopcastError(S.work_limit(f"simulating {n:,} requests three times (the run and both ends of its "
+                                         "prediction interval)")) from None
 
 
 def _pools(model, hardware, split, chips, tp, prefill_tp, decode_tp, replicas, kw) -> S.Disaggregated:

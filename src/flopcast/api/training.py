@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..cost import calibrations
 from ..model.efficiency import Calibration
-from ..model.strategy import MODERN_SOFTWARE, CudaGraphs, Software, parse_choice
+from ..model.strategy import MODERN_SOFTWARE, CudaGraphs, Dispatcher, Software, parse_choice
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.system import System
@@ -33,12 +33,15 @@ def rates(system: System, price_per_hour=None, power_w=None, pue=None):
     return economics.rates_for(system, price_per_hour, power_w, pue)
 
 
-def software_for(cuda_graphs: str | None) -> Software:
+def software_for(cuda_graphs: str | None, dispatcher: str | None = None) -> Software:
     """The framework features a user states: today's defaults with the given CUDA-graph capture (None: the chip's
-    framework default)."""
-    if cuda_graphs is None:
-        return MODERN_SOFTWARE
-    return replace(MODERN_SOFTWARE, cuda_graphs=parse_choice(CudaGraphs, str(cuda_graphs), "cuda_graphs"))
+    framework default) and MoE token dispatcher ("alltoall" or "flex"; None: Megatron-Core's default, alltoall)."""
+    out = MODERN_SOFTWARE
+    if cuda_graphs is not None:
+        out = replace(out, cuda_graphs=parse_choice(CudaGraphs, str(cuda_graphs), "cuda_graphs"))
+    if dispatcher is not None:
+        out = replace(out, dispatcher=parse_choice(Dispatcher, str(dispatcher), "dispatcher"))
+    return out
 
 
 def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpace:
@@ -53,7 +56,7 @@ def _space(layout: dict, dtypes=None, batch_range=None) -> search_mod.SearchSpac
 def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_SYSTEM, chips: int | None = None, *,
           tokens=None, seq_len: int | None = None, calibration: Calibration | str | None = None,
           objective: str = "throughput", progress=None, price_per_hour=None, power_w=None, pue=None,
-          cuda_graphs: str | None = None, **layout) -> TrainResult:
+          cuda_graphs: str | None = None, dispatcher: str | None = None, **layout) -> TrainResult:
     """Forecast one training configuration; layout fields left out are chosen by the search.
 
     tokens: a count (1.5e13, "15T", "300B") or "chinchilla" (20 per parameter); without it the
@@ -61,7 +64,9 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     recompute, sharding, sequence_parallel, dtype, schedule. price_per_hour (USD per instance-hour), power_w
     (per chip) and pue replace the catalog's in the cost and energy (cost/economics.py). cuda_graphs: "none"
     (eager), "partial" (an MoE layer's router and dispatch preprocessing captured) or "full" (the whole step a
-    compiled program); None: the framework's default for the chip (model.strategy.default_cuda_graphs).
+    compiled program); None: the framework's default for the chip (model.strategy.default_cuda_graphs). dispatcher:
+    an MoE model's token dispatcher, "alltoall" (Megatron-Core's default: one message per routed expert) or "flex"
+    (DeepEP/HybridEP: one per destination rank).
 
     >>> r = flopcast.train("llama2-7b", hardware="p5.48xlarge", chips=8, tp=8, pp=1, micro_batch=1, global_batch=8)
     >>> r.layout.tp, r.fits, 0 < r.mfu < 1
@@ -69,7 +74,7 @@ def train(model: str | Model = DEFAULT_MODEL, hardware: str | System = DEFAULT_S
     """
     m = forecast.resolve_model(model, seq_len)
     r = forecast.train(m, hardware, chips, tokens=args.tokens(tokens, m), calibration=calibration,
-                       objective=objective, progress=progress, software=software_for(cuda_graphs), **layout)
+                       objective=objective, progress=progress, software=software_for(cuda_graphs, dispatcher), **layout)
     given = rates(r.system, price_per_hour, power_w, pue)
     return r if given is None else replace(r, rates=given)
 
@@ -108,11 +113,11 @@ class SearchResult(Tabular):
 def search(model: str | Model, hardware: str | System, chips: int, *, top: int = 10, objective: str = "throughput",
            dtypes=None, batch_range=None, tokens=None, allow_idle: bool = True, seq_len: int | None = None,
            calibration: Calibration | str | None = None, progress=None, cuda_graphs: str | None = None,
-           **layout) -> SearchResult:
+           dispatcher: str | None = None, **layout) -> SearchResult:
     """Evaluate every valid layout of `model` on `chips` chips and rank them; layout fields given are pinned.
 
-    dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096); cuda_graphs: as
-    for train.
+    dtypes: compute types searched ("bf16,fp8" or a list); batch_range: "512:4096" or (512, 4096); cuda_graphs and
+    dispatcher: as for train.
 
     >>> s = flopcast.search("llama2-7b", "p5.48xlarge", 8, top=3)
     >>> len(s.top), s.top[0].step_time_s <= s.top[1].step_time_s
@@ -127,7 +132,7 @@ def search(model: str | Model, hardware: str | System, chips: int, *, top: int =
     n_tokens = args.tokens(tokens, m)
     cal = calibrations.training(calibration)
     t0 = time.perf_counter()
-    software = software_for(cuda_graphs)
+    software = software_for(cuda_graphs, dispatcher)
     out = search_mod.search(m, system, chips, cal, space, objective, allow_idle=allow_idle, progress=progress,
                             software=software, keep=top)
     wall = time.perf_counter() - t0

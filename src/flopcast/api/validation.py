@@ -13,6 +13,7 @@ from ..cost import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..validate import training as vt
+from ..validate.rows import MAX_FIT_ROWS
 from .args import python_errors
 
 # the columns only one schema has (validation/README.md): they decide which schema a header means
@@ -185,6 +186,9 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
             raise FlopcastError(f"cannot write {exc.filename or output}: {exc.strerror or exc}") from None
         return CalibrationResult("serving", output, info)
     cases, _ = vt.load_cases(files)
+    if len(cases) > MAX_FIT_ROWS:
+        raise FlopcastError(f"{file}: {len(cases):,} usable training runs; valid: at most {MAX_FIT_ROWS:,} to fit on "
+                            "(each round of the fit forecasts every run)")
     if progress is not None:
         progress.add_total(2)
     cal, info = cb.fit(cases, progress=None if progress is None else progress.update)

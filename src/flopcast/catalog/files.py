@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import stat
 import tomllib
 from pathlib import Path
 
 import yaml
 
 from ..errors import FlopcastError
+from ..limits import read_bounded
 from . import entries
 from .names import catalog_kinds, raw, resolve_name, unknown
 
@@ -39,6 +41,8 @@ def _version(path: Path) -> tuple:
         raise FlopcastError(" ".join(f"cannot read {path}: {exc.strerror or exc}".split())) from None
     if path.is_dir():
         raise FlopcastError(f"{path} is a folder; pass a YAML or TOML file")
+    if not stat.S_ISREG(st.st_mode):  # /dev/zero would be read until memory ran out, a pipe waited on forever
+        raise FlopcastError(f"{path} is not a regular file (a device, a pipe or a socket); pass a YAML or TOML file")
     if st.st_size > MAX_FILE_BYTES:
         raise FlopcastError(f"{path} is {st.st_size:,} bytes; valid: a file of at most {MAX_FILE_BYTES:,} bytes")
     return str(path.resolve()), st.st_mtime_ns, st.st_size
@@ -53,7 +57,7 @@ def read_file(path: Path) -> dict:
 def _parsed(key: str, mtime_ns: int, size: int) -> dict:
     path = Path(key)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
         data = tomllib.loads(text) if path.suffix.lower() == ".toml" else _yaml(text, path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
         raise FlopcastError(" ".join(f"cannot read {path}: {exc}".split())[:300]) from None

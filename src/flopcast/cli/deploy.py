@@ -11,7 +11,7 @@ from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.text_table import Column, render
-from .options import calibration_option, report_options
+from .options import calibration_option, output_path, report_options
 from .render import echo, echo_json, emit_report
 
 
@@ -94,7 +94,7 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @click.option("--emit", is_flag=True,
               help="Print the launch command of each system's best deployment (vLLM; llama-server on CPUs).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, callback=output_path,
               help="Write every simulated deployment to this CSV.")
 @report_options
 def deploy(model, hardware, slo_ttft, slo_tpot, qps, find_capacity, input_tokens, output_tokens, trace, weights,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import FlopcastError
-from ..limits import click_type
+from ..limits import check_output, click_type
 
 
 def layout_options(f):
@@ -41,6 +41,15 @@ def layout_options(f):
     return f
 
 
+def dispatcher_option(f):
+    """`--dispatcher alltoall|flex`: the MoE token dispatcher the run uses."""
+    return click.option(
+        "--dispatcher", "dispatcher", type=click.Choice(["alltoall", "flex"]), default=None,
+        help="MoE token dispatcher: alltoall (Megatron-Core's default: each token copied once per routed expert "
+             "and sent by NCCL), flex (DeepEP/HybridEP: each token sent once per destination rank) "
+             "[default: alltoall].")(f)
+
+
 def cuda_graphs_option(f):
     """`--cuda-graphs none|partial|full`: how much of an MoE layer's host work the run replays from captured graphs."""
     return click.option(
@@ -61,9 +70,16 @@ def layout_from(kw: dict) -> dict:
 
 
 def _named_path(ctx, param, value):
-    """An empty --html or --png is an error, not silently no report."""
+    """An empty --html or --png is an error, not silently no report; so is a pipe nothing reads (a hang)."""
     if value is not None and not str(value).strip():
         raise FlopcastError(f"{param.opts[0]} needs a path; valid: a file name such as report.html (or leave it out)")
+    return output_path(ctx, param, value)
+
+
+def output_path(ctx, param, value):
+    """An output option's path, checked before any work: not a pipe that no process reads (a hang)."""
+    if value is not None:
+        check_output(value, param.opts[0])
     return value
 
 
@@ -86,7 +102,7 @@ def calibration_option(f):
 
 def csv_option(f):
     """`--csv FILE`: the command's table as CSV, its columns the JSON keys of each row ('/' joins nested keys)."""
-    return click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+    return click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, callback=output_path,
                         help="Also write the table as CSV to this file; the columns are the JSON keys of each row "
                              "(nested keys joined with '/').")(f)
 

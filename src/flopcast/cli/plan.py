@@ -8,8 +8,8 @@ from ..limits import click_type
 from .. import api
 from ..progress import Progress
 from ..units import DAY, fmt_count
-from .options import (calibration_option, check_executor, csv_option, cuda_graphs_option, economics_options,
-                      executor_options, layout_from, layout_options, report_options)
+from .options import (calibration_option, check_executor, csv_option, cuda_graphs_option, dispatcher_option,
+                      economics_options, executor_options, layout_from, layout_options, report_options)
 from .render import echo, echo_json, emit_report, write_csv
 from .render import num as _num
 from ..report.text_table import Column, render, sideways
@@ -45,12 +45,13 @@ def _na(value, reason, fmt):
 @click.option("--no-idle", is_flag=True, help="Use every chip (tp x pp x dp x cp = chips).")
 @layout_options
 @cuda_graphs_option
+@dispatcher_option
 @calibration_option
 @csv_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, no_idle, calibration, csv_path, as_json,
-           seq_len, html, png, cuda_graphs, **kw):
+           seq_len, html, png, cuda_graphs, dispatcher, **kw):
     """Evaluate every valid layout of MODEL on CHIPS chips; print the best, and what each rule rejected.
 
     Any layout option pins that field; the rest are searched.
@@ -58,7 +59,7 @@ def search(model, hardware, chips, top, objective, dtypes, batch_range, tokens, 
     with Progress("searching layouts", enabled=not as_json) as bar:
         out = api.search(model, hardware, chips, top=top, objective=objective, dtypes=dtypes, batch_range=batch_range,
                          tokens=tokens, allow_idle=not no_idle, seq_len=seq_len, calibration=calibration,
-                         progress=bar, cuda_graphs=cuda_graphs, **layout_from(kw))
+                         progress=bar, cuda_graphs=cuda_graphs, dispatcher=dispatcher, **layout_from(kw))
     write_csv(csv_path, out)
     m, system, rows, n_tokens = out.model, out.system, out.top, out.tokens
     emit_report(html, png, lambda: _reports().search_report(rows, f"flopcast search: {m.label} on {chips:,} "

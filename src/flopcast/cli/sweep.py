@@ -10,13 +10,14 @@ from .. import api
 from ..errors import FlopcastError
 from ..progress import Progress
 from ..units import fmt_duration
-from .options import check_executor
+from .options import check_executor, output_path
 from .render import echo_json
 
 
 @click.command("sweep")
 @click.argument("file")
-@click.option("--out", "-o", required=True, help="The results table: FILE.parquet (pyarrow) or FILE.csv.")
+@click.option("--out", "-o", required=True, callback=output_path,
+              help="The results table: FILE.parquet (pyarrow) or FILE.csv.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool on this machine; ray: Ray tasks on a Ray cluster.")
 @click.option("--address", default=None, help="The Ray cluster (e.g. auto, ray://HOST:10001); none starts a local one.")
@@ -24,7 +25,8 @@ from .render import echo_json
               help="Processes (local) or CPUs of a local Ray cluster; default: this machine's cores.")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Skip the scenarios already in --out (a failed one runs again).")
-@click.option("--html", "html", default=None, help="Also write an HTML report: sensitivity, heatmaps, Pareto fronts.")
+@click.option("--html", "html", default=None, callback=output_path,
+              help="Also write an HTML report: sensitivity, heatmaps, Pareto fronts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON.")
 def sweep(file, out, engine, address, workers, resume, html, as_json):
     """Run every scenario of a sweep FILE (models x systems x what-ifs x chips x tokens) and write one row each."""

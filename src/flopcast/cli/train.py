@@ -7,8 +7,8 @@ import click
 from ..limits import click_type
 from .. import api, emit
 from ..progress import Progress
-from .options import (calibration_option, cuda_graphs_option, economics_options, layout_from, layout_options,
-                      report_options)
+from .options import (calibration_option, cuda_graphs_option, dispatcher_option, economics_options, layout_from,
+                      layout_options, report_options)
 from .render import echo_json, emit_report, to_json
 
 
@@ -27,6 +27,7 @@ def _figures():
               "else one node].")
 @layout_options
 @cuda_graphs_option
+@dispatcher_option
 @click.option("--tokens", default=None, help="Training tokens (e.g. 6e12, 300B, 1.5T; 'chinchilla' = 20 per parameter) "
               "[default: chinchilla, as plan, compare, reliability and report].")
 @click.option("--objective", type=click.Choice(["throughput", "cost", "energy"]), default="throughput",
@@ -39,7 +40,7 @@ def _figures():
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with unit-suffixed keys.")
 @report_options
 def train(model, hardware, chips, tokens, objective, framework, calibration, as_json, seq_len, html, png,
-          price_per_hour, power_w, pue, cuda_graphs, **kw):
+          price_per_hour, power_w, pue, cuda_graphs, dispatcher, **kw):
     """Forecast one training configuration: step time, throughput, MFU, memory, time and cost to train.
 
     Layout fields left out are chosen by flopcast's search (the fastest layout that fits).
@@ -50,7 +51,7 @@ def train(model, hardware, chips, tokens, objective, framework, calibration, as_
     with Progress("searching layouts", enabled=not as_json) as bar:
         r = api.train(model, hardware, chips, tokens=n_tokens, seq_len=seq_len, objective=objective, progress=bar,
                       calibration=calibration, price_per_hour=price_per_hour, power_w=power_w, pue=pue,
-                      cuda_graphs=cuda_graphs, **layout_from(kw))
+                      cuda_graphs=cuda_graphs, dispatcher=dispatcher, **layout_from(kw))
     launch = r.launch(framework) if framework else None
     if as_json:
         echo_json({**r.to_dict(), "launch": launch.to_dict()} if launch else r.to_dict())

@@ -14,7 +14,7 @@ from ..errors import FlopcastError
 from ..progress import Progress
 from ..report.text_table import Column, render
 from ..validate import training as vt
-from .options import calibration_option, csv_option
+from .options import calibration_option, csv_option, output_path
 from .render import echo, to_json, write_csv
 
 LAYOUT_SHORT = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "global_batch", "recompute", "sharding",
@@ -185,12 +185,12 @@ def interval_lines(info: dict) -> list[str]:
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
-@click.option("--out", type=click.Path(dir_okay=False),
+@click.option("--out", type=click.Path(dir_okay=False), callback=output_path,
               help="Also write the predictions to this CSV (one line per run, or per figure for a serving CSV); "
                    "missing folders are created.")
 @click.option("--cross-validate", is_flag=True,
               help="Refit with each source left out and predict it: the honest error on unseen runs (minutes).")
-@click.option("--write-intervals", type=click.Path(dir_okay=False),
+@click.option("--write-intervals", type=click.Path(dir_okay=False), callback=output_path,
               help="With --cross-validate: write the prediction intervals per kind of forecast fitted on these "
                    "residuals to this file (flopcast ships src/flopcast/catalog/data/uncertainty.yaml).")
 @calibration_option
@@ -229,7 +229,7 @@ def validate(file, as_json, out, cross_validate, write_intervals, calibration, c
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--out", "--output", "output", type=click.Path(dir_okay=False),
+@click.option("--out", "--output", "output", type=click.Path(dir_okay=False), callback=output_path,
               help="Where to write the parameters [default: ./calibration.yaml, or ./inference_calibration.yaml for "
                    "a serving CSV, in the working directory]. Predictions read it with --calibration; flopcast's "
                    "shipped parameters change only when this names src/flopcast/catalog/data/calibration.yaml.")

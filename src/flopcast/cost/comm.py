@@ -138,20 +138,35 @@ def expected_distinct(candidates, picks):
     return d * (1.0 - (1.0 - 1.0 / d) ** picks)
 
 
-def dispatch_time(tokens, token_bytes, topk, n, stride, system: System, calibration, *, groups=0, topk_groups=0):
+def expected_ranks(experts, n, topk):
+    """Expected number of distinct ranks a token's topk experts (distinct, drawn uniformly from `experts` spread
+    evenly over n ranks) lie on: n (1 - C(E - E/n, k) / C(E, k)), the hypergeometric chance that a rank holds none
+    of them. Works on arrays of n."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    none = np.ones_like(n)
+    for i in range(int(topk)):
+        none = none * np.maximum(experts - experts / n - i, 0.0) / (experts - i)
+    return n * (1.0 - none)
+
+
+def dispatch_time(tokens, token_bytes, topk, n, stride, system: System, calibration, *, groups=0, topk_groups=0,
+                  experts=0, per_rank=False):
     """Seconds for one MoE dispatch (or combine) all-to-all of `tokens` tokens, each to `topk` experts spread
     evenly over n expert-parallel ranks `stride` apart.
 
     Without a group limit every (token, expert) pair is one message (Megatron-Core's all-to-all dispatcher), the
-    plain all-to-all of `collective_time`. With group-limited routing (each token's experts in at most
-    `topk_groups` of `groups` contiguous expert groups, so on at most topk_groups x max(1, nodes / groups)
-    nodes: node-limited routing, DeepSeek-V3 sec. 2.1.2) the dispatch is hierarchical, as DeepSeek-V3 runs it
+    plain all-to-all of `collective_time`; with per_rank (a fused DeepEP/HybridEP dispatch, model.strategy.
+    Dispatcher.FLEX) every (token, destination rank) pair is, expected_ranks of the `experts` per token. With
+    group-limited routing (each token's experts in at most `topk_groups` of `groups` contiguous expert groups, so
+    on at most topk_groups x max(1, nodes / groups) nodes: node-limited routing, DeepSeek-V3 sec. 2.1.2) across
+    nodes the dispatch is hierarchical, as DeepSeek-V3 runs it
     (report sec. 3.2.2, DeepEP): a token crosses the scale-out network once per distinct remote node, then
     NVLink forwards it to the ranks of that node holding its experts; both legs run at once, so the time is the
     slower one. Distinct nodes per token: the occupancy expectation of topk draws among min(nodes, limit) nodes,
     of which a share (nodes - 1) / nodes is remote by symmetry. The innermost tier's domain is the node.
     """
-    plain = collective_time(Collective.ALL_TO_ALL, tokens * topk * token_bytes, n, stride, system, calibration)
+    copies = expected_ranks(experts, n, topk) if per_rank and experts else topk
+    plain = collective_time(Collective.ALL_TO_ALL, tokens * copies * token_bytes, n, stride, system, calibration)
     if not (groups and topk_groups) or len(system.tiers) < 2:
         return plain
     n = np.asarray(n, dtype=float)

@@ -24,7 +24,7 @@ TRAINING = {
     "neuron": "neuron:nxd_training",
     "maxtext": "maxtext:maxtext",
 }
-GRAPHED = ("megatron", "nemo")  # the emitters that take the CUDA-graph capture
+GRAPHED = ("megatron", "nemo")  # the emitters that take the CUDA-graph capture and the dispatcher
 SERVING: dict[str, str] = {"vllm": "engines:vllm_serve", "llama.cpp": "engines:llama_server"}
 # chip families (by prefix) each training framework runs on: Megatron-LM on NVIDIA and (ROCm/Megatron-LM) AMD
 # GPUs, Megatron-Bridge on NVIDIA GPUs, NxD Training on Trainium, MaxText on TPUs and NVIDIA/AMD GPUs
@@ -71,18 +71,21 @@ def runs_on(framework: str, chip) -> bool:
     return chip.family.startswith(RUNS_ON.get(framework, ()))
 
 
-def training(framework: str, model, system, layout, tokens: float | None = None, graphs=None) -> Launch:
+def training(framework: str, model, system, layout, tokens: float | None = None, graphs=None,
+             dispatcher=None) -> Launch:
     """The launch configuration of a training layout in `framework` (one of TRAINING) on `system`'s chips.
 
     graphs: the model.strategy.CudaGraphs capture the forecast assumed, for the GPU frameworks that choose it
-    (Megatron-LM, Megatron-Bridge); None is eager. The XLA and Neuron stacks compile the step whatever it says."""
+    (Megatron-LM, Megatron-Bridge); None is eager. The XLA and Neuron stacks compile the step whatever it says.
+    dispatcher: the model.strategy.Dispatcher the forecast assumed (None: the all-to-all one), for the same two."""
     emitter = _function(TRAINING, framework, "training")
     if not runs_on(framework, system.chip):
         valid = ", ".join(f for f in TRAINING if runs_on(f, system.chip)) or "none"
         raise FlopcastError(f"framework {framework!r} runs on {' and '.join(RUNS_ON[framework])} chips, not "
                             f"{system.chip.id} ({system.chip.family}); valid for {system.id}: {valid}")
-    if graphs is not None and framework in GRAPHED:
-        return emitter(model, system, layout, tokens, graphs=graphs)
+    if framework in GRAPHED:
+        runtime = {k: v for k, v in (("graphs", graphs), ("dispatcher", dispatcher)) if v is not None}
+        return emitter(model, system, layout, tokens, **runtime)
     return emitter(model, system, layout, tokens)
 
 

@@ -9,7 +9,7 @@ src/megatron/bridge/training/config.py, scripts/training/run_recipe.py, 22 Aug 2
 
 from __future__ import annotations
 
-from ..model.strategy import CudaGraphs, Recompute, Schedule, Sharding
+from ..model.strategy import CudaGraphs, Dispatcher, Recompute, Schedule, Sharding
 from ..model.system import Dtype
 from ..model.workload import Mlp
 from . import Launch, moe_layer_list, moe_pattern, nodes, shared_ffn, train_iters
@@ -28,7 +28,8 @@ BRIDGE_PRECISION = {Dtype.BF16: "bf16_mixed", Dtype.FP16: "fp16_mixed",
 PARTIAL_SCOPE = ["moe_router", "moe_preprocess"]
 
 
-def _settings(model, layout, system=None, graphs=CudaGraphs.NONE) -> tuple[dict, list, list]:
+def _settings(model, layout, system=None, graphs=CudaGraphs.NONE, dispatcher=Dispatcher.ALLTOALL) -> tuple[dict, list,
+                                                                                                      list]:
     """(Megatron-Core field -> value, no-equivalent lines, assumed lines): the layout, the model's dimensions and
     the run-time choices the forecast assumed (`_runtime`) as TransformerConfig / ModelParallelConfig name them;
     True is a bare flag, None leaves a field out."""
@@ -72,7 +73,7 @@ def _settings(model, layout, system=None, graphs=CudaGraphs.NONE) -> tuple[dict,
         if m.sliding_every > 1:
             s["window_attn_skip_freq"] = m.sliding_every
     s.update(_structure(m))
-    s.update(_runtime(m, system, layout, graphs, missing))
+    s.update(_runtime(m, system, layout, graphs, missing, dispatcher))
     if layout.sharding in FSDP_STRATEGY:
         assumed.append(f"sharding {layout.sharding.name.lower()} as Megatron FSDP ({FSDP_STRATEGY[layout.sharding]}): "
                        "arguments.py asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 and the fsdp_dtensor checkpoint "
@@ -121,8 +122,9 @@ def hierarchical_dispatch(model, system, layout) -> bool:
     return layout.ep > per_node
 
 
-def _runtime(model, system, layout, graphs, missing: list) -> dict:
-    """The CUDA-graph capture, the expert-parallel overlap and the token dispatcher the forecast assumed, as
+def _runtime(model, system, layout, graphs, missing: list, dispatcher=Dispatcher.ALLTOALL) -> dict:
+    """The CUDA-graph capture, the expert-parallel overlap and the token dispatcher the forecast assumed (flex where
+    it was stated or where the forecast dispatched hierarchically, DeepEP's way), as
     Megatron-Core fields (arguments.py core_v0.15.3: --cuda-graph-impl none|local|transformer_engine, local with
     --cuda-graph-scope full_iteration the whole step; --overlap-moe-expert-parallel-comm, which Megatron-Core runs
     with --delay-wgrad-compute so the weight gradients fill the combined 1F1B's gaps)."""
@@ -137,7 +139,7 @@ def _runtime(model, system, layout, graphs, missing: list) -> dict:
                        "bubble and holds one copy of the parameters")
     if model.moe and layout.schedule in (Schedule.ONE_F_ONE_B_OVERLAP, Schedule.DUALPIPE):
         out.update(overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True)
-    if model.moe and hierarchical_dispatch(model, system, layout):
+    if model.moe and (dispatcher == Dispatcher.FLEX or hierarchical_dispatch(model, system, layout)):
         out["moe_token_dispatcher_type"] = "flex"
     return out
 
@@ -165,10 +167,11 @@ def _lm_sharding(layout) -> list[str]:
     return []
 
 
-def megatron_lm(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
+def megatron_lm(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE,
+                dispatcher: Dispatcher = Dispatcher.ALLTOALL) -> Launch:
     """torchrun + pretrain_gpt.py flags that start the layout on mock data (give --data-path for real data), with
     the CUDA-graph capture `graphs` the forecast assumed."""
-    s, missing, assumed = _settings(model, layout, system, graphs)
+    s, missing, assumed = _settings(model, layout, system, graphs, dispatcher)
     args = []
     for field, value in s.items():
         if value is None or value is False or field == "virtual_pipeline_model_parallel_size":
@@ -210,9 +213,10 @@ def _quote(value) -> str:
     return f'"{text}"' if any(c in text for c in "()[]*+, ") else text
 
 
-def megatron_bridge(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE) -> Launch:
+def megatron_bridge(model, system, layout, tokens=None, graphs: CudaGraphs = CudaGraphs.NONE,
+                    dispatcher: Dispatcher = Dispatcher.ALLTOALL) -> Launch:
     """Megatron-Bridge (NeMo 2's successor) ConfigContainer overrides in YAML for a pretraining recipe."""
-    s, missing, assumed = _settings(model, layout, system, graphs)
+    s, missing, assumed = _settings(model, layout, system, graphs, dispatcher)
     model_section = {k: v for k, v in s.items() if v is not None and k not in ("max_position_embeddings",)}
     if model.mlp == Mlp.SWIGLU:
         model_section.update(gated_linear_unit=True, normalization="RMSNorm", position_embedding_type="rope",

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FlopcastError
+from ..limits import read_bounded
 from .workload import Mla, Mlp, Model, Moe
 
 CONFIG_NAME = "config.json"
@@ -384,7 +385,7 @@ def load(path: Path) -> Model:
     if size > MAX_CONFIG_BYTES:
         raise FlopcastError(f"{path} is {size:,} bytes; valid: a config.json of at most {MAX_CONFIG_BYTES:,} bytes")
     try:
-        cfg = json.loads(path.read_text())
+        cfg = json.loads(read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except RecursionError:
         raise FlopcastError(f"{path}: values nested too deeply to be a Hugging Face config.json") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

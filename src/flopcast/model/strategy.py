@@ -84,6 +84,22 @@ class FlashKernel(IntEnum):
     TRITON = 1
 
 
+class Dispatcher(IntEnum):
+    """How an MoE layer's tokens reach the ranks holding their experts (Megatron-Core --moe-token-dispatcher-type)."""
+
+    # Megatron-Core's alltoall dispatcher: the tokens are permuted into top-k copies, one per routed expert, and an
+    # NCCL all-to-all sends each copy to its expert's rank, two copies for two experts on one rank (Megatron-Core's
+    # default; MoEAlltoAllTokenDispatcher)
+    ALLTOALL = 0
+    # a fused dispatch kernel (DeepEP, HybridEP: Megatron-Core --moe-token-dispatcher-type flex): each token crosses
+    # to a destination rank once, whatever the number of its experts there, and is expanded to its experts after
+    # (DeepEP README, "intranode/internode dispatch"; Megatron-LM docs/discussions/deepseek-v3-gb200-optimization,
+    # sec. 2.1.1: "the Flex Dispatcher of DeepEP or HybridEP fuses the global permute into the communication
+    # kernel, eliminating the need to explicitly copy the tokens top-k times"); the combine returns one sum per
+    # token and rank
+    FLEX = 1
+
+
 # chip families whose frameworks compile the whole training step (XLA on TPU, neuronx-cc on Trainium): no
 # host-issued operators, so CudaGraphs.FULL is their default
 COMPILED_FAMILIES = ("tpu", "trainium")
@@ -233,6 +249,8 @@ class Software:
     # redistributes between the GEMMs, waited on) does not, only its AsyncTP (torch._inductor micro-pipelined TP),
     # which benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md measures at 1.04-1.16x over vanilla TP
     tp_comm_overlap: bool = True
+    # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
+    dispatcher: Dispatcher = Dispatcher.ALLTOALL
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

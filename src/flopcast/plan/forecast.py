@@ -136,7 +136,8 @@ class TrainResult(Tabular):
         from .. import emit
 
         out = emit.training(framework, self.model, self.system, self.layout, self.tokens,
-                            graphs=self.software.graphs_on(self.system.chip.family))
+                            graphs=self.software.graphs_on(self.system.chip.family),
+                            dispatcher=self.software.dispatcher)
         if not self.fits:
             out = replace(out, warnings=out.warnings + (
                 f"the forecast says this layout does not fit in memory ({self.memory_gib:.1f} GiB of "

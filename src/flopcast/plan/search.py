@@ -8,6 +8,7 @@ itself.
 from __future__ import annotations
 
 import math
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -24,7 +25,7 @@ from .objectives import objective_score, step_score
 # EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
 from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
 from .rows import base_rows, divisor_tuple
-from . import streamed
+from . import bounds, streamed
 from .shared import SearchShare, SharedLayouts, floor
 
 
@@ -301,22 +302,33 @@ def _valid(model: Model, system: System, chips: int, space: SearchSpace, allow_i
 
 def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=None):
     """The valid candidates of `base`, a slice of its rows at a time, in the exhaustive order (counting what the
-    rules reject in tally and the layouts of each dtype in dtypes, as _valid says)."""
+    rules reject in tally and the layouts of each dtype in dtypes, as _valid says): the rules judged on _expand's
+    grid (row x pair x recompute x sharding x sp x dtype) from each axis's values, only the valid ones built."""
+    pair_arr = np.array(pairs, dtype=np.int64)
+    axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
+                                                                      ch.sequence_parallel, ch.dtype)]
+    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
     step = max(1, EXPAND_ROWS // (len(pairs) * ch.per_schedule_pair))
     for start in range(0, len(base), step):
-        lb = _expand(base[start:start + step], pairs, ch)
-        tally.considered += lb.size
-        ok = _apply(expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
-                                   micro_batches_of(lb), lb.recompute, lb.etp), np.ones(lb.size, dtype=bool),
-                    tally.rejected)
-        for d in np.unique(lb.dtype):
-            dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok & (lb.dtype == d)))
+        rows = base[start:start + step]
+        shape = (len(rows), len(pairs), *map(len, axes))
+        tally.considered += int(np.prod(shape))
+        m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # micro_batches_of
+        ok = _apply(expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
+                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda m=m: m, on(axes[0], 2),
+                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), tally.rejected)
+        for d in np.unique(axes[3]):
+            dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok[..., axes[3] == d]))
             if training_dtype_problem(system.chip, Dtype(int(d))):
-                ok &= lb.dtype != d
-        valid = lb.take(np.nonzero(ok)[0])
+                ok[..., axes[3] == d] = False
+        r, p, rc, sh, sp, dt = np.unravel_index(np.flatnonzero(ok), shape)
+        b = rows[r]
+        valid = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
+                            ep=b[:, 6], etp=b[:, 7], vp=pair_arr[p, 0], schedule=pair_arr[p, 1], recompute=axes[0][rc],
+                            sharding=axes[1][sh], sequence_parallel=axes[2][sp], dtype=axes[3][dt])
         if progress is not None:
-            progress.add_total(lb.size)
-            progress.update(lb.size - valid.size)
+            progress.add_total(ok.size)
+            progress.update(ok.size - valid.size)
         yield valid
 
 
@@ -325,15 +337,22 @@ STREAM_ABOVE = EXPAND_ROWS  # candidates past which a search asked for its best 
 
 def _streamed(model, system, cal, objective, progress, software, failures, keep, passing) -> SearchOutcome:
     """search()'s outcome holding only the best `keep` fitting layouts and the smallest footprint (plan/streamed.py):
-    the same layouts, order and counts, a chunk of the candidates in memory at a time."""
+    the same layouts, order and counts, a chunk of the candidates in memory at a time; by throughput, only the
+    layouts that fit and whose lower bound (plan/bounds.py) can be kept are evaluated."""
     base, pairs, ch, tally = passing
     if progress is not None:  # the candidates the degree and batch rules rejected
         progress.add_total(tally.considered)
         progress.update(tally.considered)
-    dtypes: dict = {}
-    pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, progress)
-    kept = streamed.best_of(pieces, lambda lb: training.evaluate(model, system, lb, cal, software=software),
-                            lambda res: objective_score(res, system, objective, failures), keep, CHUNK, progress)
+    before = deepcopy(tally)
+    pruning = bounds.pruning(model, system, cal, software) if objective == "throughput" else None
+    for attempt, prune in enumerate([pruning, None] if pruning else [None]):  # a broken bound: every layout evaluated
+        tally, dtypes, shown = deepcopy(before), {}, progress if attempt == 0 else None
+        pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, shown)
+        kept = streamed.best_of(pieces, lambda lb: training.evaluate(model, system, lb, cal, software=software),
+                                lambda res: objective_score(res, system, objective, failures), keep, CHUNK, shown,
+                                pruning=prune)
+        if not kept.broken:
+            break
     rejected = dict(tally.rejected)
     for d, n in dtypes.items():
         why = training_dtype_problem(system.chip, Dtype(d))

@@ -16,7 +16,7 @@ bandwidth, no link's latency higher) never gives a layout a longer compute, bubb
 step or exposed tensor/context/expert-parallel communication. The step itself is not monotone:
 the data-parallel collectives and the pipeline's send/recv hide behind a micro-batch's compute
 (and DualPipe's bubble shrinks by the weight-gradient work it fills), so faster compute can
-expose more of them than it saves (llama3-8b on 1,024 DGX B200 chips: 11,158 layouts a step
+expose more of them than it saves (llama3-8b on 1,024 DGX B200 chips: 11,296 layouts a step
 longer with BF16 peak 2x than with 1.5x). So a variant keeps `floor`, its step times less those
 parts; the floors of the faster variants searched before are lower bounds of this one's step
 times; the search evaluates the layouts with the lowest bounds first, and then only those whose

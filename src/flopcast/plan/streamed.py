@@ -32,13 +32,17 @@ class Kept:
     position: np.ndarray | None = None
     valid: int = 0
     fit: int = 0
+    broken: bool = False  # a pruned search's bound or memory proved wrong (Pruning): its answer is not to be used
 
-    def add(self, lb: LayoutBatch, res: dict, score: np.ndarray) -> None:
-        """Merge one evaluated chunk (the next `lb.size` layouts of the exhaustive order)."""
-        position = self.valid + np.arange(lb.size)
-        self.valid += lb.size
+    def add(self, lb: LayoutBatch, res: dict, score: np.ndarray, position: np.ndarray | None = None,
+            count: bool = True) -> None:
+        """Merge one evaluated chunk: the next `lb.size` layouts of the exhaustive order, or those at `position`
+        in it (a branch-and-bound search's, in any order); count=False: the caller counts valid and fit."""
+        position = self.valid + np.arange(lb.size) if position is None else np.asarray(position, dtype=np.int64)
         fits = np.asarray(res["fits"], dtype=bool)
-        self.fit += int(np.count_nonzero(fits))
+        if count:
+            self.valid += lb.size
+            self.fit += int(np.count_nonzero(fits))
         pick = self._pick(score, fits, np.asarray(res["memory_bytes"], dtype=float), position)
         lb, res, score, position = lb.take(pick), results.take(res, pick), score[pick], position[pick]
         if self.batch is not None:
@@ -50,12 +54,20 @@ class Kept:
         self.batch, self.results, self.score, self.position = lb, res, score, position
 
     def _pick(self, score, fits, memory, position) -> np.ndarray:
-        """Indices (in exhaustive order) of the best `keep` fitting layouts and of the smallest footprint."""
+        """Indices (in exhaustive order) of the best `keep` fitting layouts and of the smallest footprint (the first
+        in that order, as np.argmin takes it there)."""
         idx = np.nonzero(fits)[0]
         best = idx[np.lexsort((position[idx], score[idx]))[:self.keep]]
-        smallest = np.array([int(np.argmin(memory))]) if memory.size else np.array([], dtype=int)
+        smallest = np.lexsort((position, memory))[:1]
         both = np.union1d(best, smallest)
         return both[np.argsort(position[both], kind="stable")]
+
+    def threshold(self) -> float:
+        """The `keep`-th best score kept (inf while fewer fit): a layout scoring above it cannot be kept."""
+        if self.batch is None:
+            return np.inf
+        scores = np.sort(self.score[np.asarray(self.results["fits"], dtype=bool)])
+        return float(scores[self.keep - 1]) if scores.size >= self.keep else np.inf
 
     def outcome(self) -> tuple[LayoutBatch, dict, np.ndarray]:
         """(kept layouts, their results, the fitting ones' indices best first)."""
@@ -64,16 +76,65 @@ class Kept:
         return self.batch, self.results, idx[np.argsort(self.score[idx], kind="stable")]
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """What lets best_of skip evaluating most layouts with the same answer: each layout's memory (the same
+    formulas as the evaluation's, so the same fits and counts) and a lower bound of its score. Only the fitting
+    layouts whose bound is at most the `keep`-th best score so far are evaluated; the smallest footprint, where
+    nothing fits, is evaluated at the end. An evaluated layout scoring below its bound, or whose fit differs,
+    marks the outcome broken (the caller then evaluates every layout)."""
+
+    memory: Callable[[LayoutBatch], np.ndarray]
+    capacity: float
+    lower: Callable[[LayoutBatch, float], np.ndarray]  # (layouts, the score above which a cheaper bound will do)
+
+
 def best_of(pieces: Iterable[LayoutBatch], evaluate: Callable[[LayoutBatch], dict],
-            score: Callable[[dict], np.ndarray], keep: int, chunk: int, progress=None) -> Kept:
+            score: Callable[[dict], np.ndarray], keep: int, chunk: int, progress=None,
+            pruning: Pruning | None = None) -> Kept:
     """The best `keep` fitting layouts (and the smallest footprint) of the valid layouts `pieces` yields in the
-    exhaustive order, each evaluated `chunk` layouts at a time."""
-    kept = Kept(max(1, int(keep)))
+    exhaustive order, each evaluated `chunk` layouts at a time (with `pruning`, only those that can be kept)."""
+    kept, closest = Kept(max(1, int(keep))), None
     for lb in pieces:
         for start in range(0, lb.size, chunk):
             piece = lb.take(slice(start, min(start + chunk, lb.size))) if lb.size > chunk else lb
-            res = evaluate(piece)
-            kept.add(piece, res, np.asarray(score(res), dtype=float))
+            if pruning is None:
+                res = evaluate(piece)
+                kept.add(piece, res, np.asarray(score(res), dtype=float))
+            else:
+                closest = _pruned(kept, piece, evaluate, score, pruning, closest)
+                if kept.broken:
+                    return kept
             if progress is not None:
                 progress.update(piece.size)
+    if pruning is not None and not kept.fit and closest is not None:  # nothing fits: the smallest footprint
+        res = evaluate(closest[2])
+        kept.add(closest[2], res, np.asarray(score(res), dtype=float), position=np.array([closest[1]]), count=False)
     return kept
+
+
+def _pruned(kept: Kept, piece: LayoutBatch, evaluate, score, pruning: Pruning, closest):
+    """best_of's step for one chunk with pruning; returns the smallest footprint so far (bytes, position, layout)."""
+    nbytes = np.asarray(pruning.memory(piece), dtype=float)
+    fits = nbytes <= pruning.capacity
+    position = kept.valid + np.arange(piece.size)
+    kept.valid += piece.size
+    kept.fit += int(np.count_nonzero(fits))
+    i = int(np.lexsort((position, nbytes))[0])
+    if closest is None or (nbytes[i], position[i]) < closest[:2]:
+        closest = (float(nbytes[i]), int(position[i]), piece.take(np.array([i])))
+    idx = np.nonzero(fits)[0]
+    if idx.size:
+        above = kept.threshold() * (1 + 1e-12)
+        lower = np.asarray(pruning.lower(piece.take(idx), above), dtype=float)
+        chosen = lower <= above
+        idx, lower = idx[chosen], lower[chosen]
+    if idx.size:
+        sub = piece.take(idx)
+        res = evaluate(sub)
+        s = np.asarray(score(res), dtype=float)
+        if (s < lower).any() or not np.asarray(res["fits"], dtype=bool).all():
+            kept.broken = True
+            return closest
+        kept.add(sub, res, s, position=position[idx], count=False)
+    return closest

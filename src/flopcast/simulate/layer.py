@@ -13,7 +13,7 @@ import numpy as np
 from ..cost import comm, compute, memory
 from ..cost.comm import Collective
 from ..model.efficiency import Calibration
-from ..model.strategy import CudaGraphs, Software
+from ..model.strategy import CudaGraphs, Dispatcher, Software
 from ..model.system import System
 from ..model.workload import Mlp, Model
 
@@ -243,14 +243,16 @@ def _cp_comm(model: Model, system: System, cal: Calibration, x: dict, attn_fwd, 
     return np.maximum(ring - attn_fwd, 0.0) + np.maximum(2.0 * ring - attn_bwd_factor * attn_fwd, 0.0)
 
 
-def _ep_comm(model: Model, system: System, cal: Calibration, x: dict):
+def _ep_comm(model: Model, system: System, cal: Calibration, x: dict, dispatcher: Dispatcher = Dispatcher.ALLTOALL):
     """Expert parallel: dispatch and combine all-to-all forward, their gradients backward (Lepikhin et al.
     2020), each for the busiest rank's load_factor x the mean tokens. Group-limited models are dispatched
-    hierarchically (comm.dispatch_time), FP8 payload in the dispatch direction when training in FP8."""
+    hierarchically (comm.dispatch_time), FP8 payload in the dispatch direction when training in FP8; a fused
+    (flex) dispatcher sends a token once per destination rank, the all-to-all dispatcher once per routed expert."""
     e = model.moe
     tokens = x["T"] / np.where(x["sp"], x["tp"], 1.0) * e.load_factor
     stride = x["etp"]  # the expert-parallel group's ranks lie etp apart (Megatron-Core's expert rank order)
-    limited = dict(groups=e.groups, topk_groups=e.topk_groups)
+    limited = dict(groups=e.groups, topk_groups=e.topk_groups, experts=e.experts,
+                   per_rank=dispatcher == Dispatcher.FLEX)
     combine = comm.dispatch_time(tokens, model.hidden * memory.ACT_BYTES, e.topk, x["ep"], stride, system, cal,
                                  **limited)
     gather = _etp_comm(model, system, cal, x)
@@ -297,7 +299,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
         host_ops = moe_host_ops(software.graphs_on(chip.family), model.moe.experts / x["ep"])
         fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
-    ep_comm = _ep_comm(model, system, cal, x) if moe_layer else np.zeros_like(T)
+    ep_comm = _ep_comm(model, system, cal, x, software.dispatcher) if moe_layer else np.zeros_like(T)
     # selective recomputation repeats the core attention (Korthikanti et al. 2022 sec. 4.2); for an MLA model
     # DeepSeek-V3's recipe instead (sec. 3.2.3, 3.3.3): the up-projections, the norms and the SwiGLU outputs
     # (flash attention's backward then runs on the recomputed Q, K, V), bounded here by the layer's elementwise

@@ -434,22 +434,6 @@ def memory_bytes(model: Model, system: System, lb: LayoutBatch, cal: Calibration
     return sum(_memory(c, kinds, stage_layers, dense_params, expert_params, layer_dense, reserve_bytes).values())
 
 
-def microbatch_work_s(model: Model, system: System, lb: LayoutBatch, cal: Calibration,
-                      software: Software = MODERN_SOFTWARE) -> np.ndarray:
-    """Seconds one micro-batch spends in every layer and both edges (forward, backward, recomputation, exposed
-    tensor- and context-parallel communication), per layout; it reads LAYER_FIELDS and the recomputation only.
-
-    A lower bound the planner prunes with (plan/bounded.py): `evaluate`'s step is m W / pp (compute, recompute,
-    comm/tp, comm/cp; comm/ep >= 0 left out) plus the imbalance (t_max >= t_avg), the bubble ((pp - 1) / v t_max
-    for 1F1B and interleaved), pipeline and data-parallel communication, optimizer and overhead, none negative;
-    the multi-token-prediction modules' all-to-all is left out too (the share a schedule hides depends on it)."""
-    c = _context(model, system, lb, cal, software, True)
-    kinds = _layer_kinds(c)
-    t_embed, t_logits = _edges(c, kinds, ep_exposed=False)
-    lt = _layer_time(c, kinds)
-    return model.layers * (lt["fwd"] + lt["bwd"] + lt["rec"] + lt["tp"] + lt["cp"]) + t_embed + t_logits
-
-
 def _result(c: _Ctx, parts: dict, mem: dict) -> dict:
     step = sum(parts.values())
     mem_total = sum(mem.values())

@@ -85,6 +85,7 @@ class BenchmarkLoad:
     statistic: Statistic = Statistic.MEAN
     input_spread: int = 0  # half-width of the uniform spread of prompt lengths around input_tokens
     output_spread: int = 0
+    context_buckets: tuple = ()  # the context-encoding buckets the server compiled, ascending (() = not stated)
 
 
 def _cell(row, key) -> str:
@@ -105,6 +106,21 @@ def _choice(enum, row, key, default):
         return enum(text)
     except ValueError:
         raise FlopcastError(f"{key} {text!r} is not valid; valid: {', '.join(e.value for e in enum)}") from None
+
+
+def context_buckets(row) -> tuple:
+    """The context_buckets cell: prompt lengths, separated by spaces, each a whole number of tokens in range."""
+    text = _cell(row, "context_buckets")
+    if not text:
+        return ()
+    try:
+        buckets = sorted({int(t) for t in text.replace(",", " ").split()})
+    except ValueError:
+        buckets = []
+    if not buckets or not all(1 <= b <= TOKENS_HIGH for b in buckets):
+        raise FlopcastError(f"context_buckets {text!r} is not valid; valid: prompt lengths in tokens separated by "
+                            f"spaces, each from 1 to {TOKENS_HIGH:,}")
+    return tuple(buckets)
 
 
 def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
@@ -136,7 +152,7 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
     tgi = engine.startswith("tgi") or "text-generation-inference" in engine
     return BenchmarkLoad(load, _cell(row, "load_tool").lower(), clients, stated, tgi, rate, server,
                          _number(row, "max_seq_len") or 0, duration,
-                         _choice(Statistic, row, "statistic", Statistic.MEAN), *spreads), notes
+                         _choice(Statistic, row, "statistic", Statistic.MEAN), *spreads, context_buckets(row)), notes
 
 
 def lengths(load: BenchmarkLoad, n: int, input_tokens: int, output_tokens: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +173,8 @@ def serving_config(d, load: BenchmarkLoad, batch: int) -> S.ServingConfig:
     else:  # closed loop: never more in flight than the clients
         server = max(batch, load.clients, 1)
     return S.ServingConfig(max_seqs=server, static_batch=server if load.server_batch else 0,
-                           static_seq_len=load.max_seq_len, **(TGI_ROUTER if load.tgi_router else {}))
+                           static_seq_len=load.max_seq_len, context_buckets=load.context_buckets,
+                           **(TGI_ROUTER if load.tgi_router else {}))
 
 
 def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_tokens: int) -> S.ServingResult:
@@ -215,6 +232,8 @@ def describe(load: BenchmarkLoad) -> str:
                  f"{TGI_ROUTER['waiting_served_ratio']}, max_waiting_tokens {TGI_ROUTER['max_waiting_tokens']})")
     shapes = (f"; static shapes: batch {load.server_batch}, sequence {load.max_seq_len}"
               if load.max_seq_len else "")
+    if load.context_buckets:
+        shapes += f", context-encoding buckets {' '.join(map(str, load.context_buckets))}"
     counted = ("; only requests finished within it counted, as the tool records them"
                if load.tool in TOOL_COUNTS_FINISHED else "")
     return (f"simulated as the benchmark ran ({load.tool or 'tool not stated'} {load.load.value}): {what} for "

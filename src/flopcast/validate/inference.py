@@ -48,6 +48,7 @@ SERVING = RowSchema("the serving schema", {
     "measured_tpot_ms": real(1e7), "measured_ttft_ms": real(1e9), "measured_prefill_tokens_per_s": real(1e10),
     "measured_as": TEXT,
     **benchmark.LOAD_SCHEMA,  # how the benchmark ran (validate/benchmark.py, validation/README.md)
+    "context_buckets": TEXT,  # optional: a static-shape server's compiled prompt lengths (benchmark.context_buckets)
     "notes": TEXT,
 }, one_of=tuple(METRICS))
 REQUIRED = tuple(c for c, col in SERVING.columns.items() if col.required)  # and one of the METRICS columns
@@ -298,7 +299,9 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: dict | None = Non
             continue
         key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
         if key not in cache:
-            cache[key] = _fit_family(fam, mine, (start or {}).get(fam))
+            fit = _fit_family(fam, mine, (start or {}).get(fam))
+            chips = {d.system.chip.id: d.system.chip for d in (configure(r, {})[0] for r in mine)}
+            cache[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
         table[fam] = cache[key]
     return table
 

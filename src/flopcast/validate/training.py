@@ -21,6 +21,7 @@ from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
     CudaGraphs,
+    Dispatcher,
     FlashKernel,
     ERA_2021_SOFTWARE,
     MODERN_SOFTWARE,
@@ -156,6 +157,21 @@ def cuda_graphs_of(row: dict) -> CudaGraphs | None:
     return _FRAMEWORK_GRAPHS.get(framework_of(row))
 
 
+# a row's `dispatcher` cell: Megatron-Core's --moe-token-dispatcher-type, or the flex dispatcher's backend as
+# Megatron-Bridge's perf configs name it (moe_flex_dispatcher_backend deepep / hybridep)
+_DISPATCHERS = {"alltoall": Dispatcher.ALLTOALL, "flex": Dispatcher.FLEX, "deepep": Dispatcher.FLEX,
+                "hybridep": Dispatcher.FLEX}
+
+
+def dispatcher_of(row: dict) -> Dispatcher:
+    """A row's MoE token dispatcher: its `dispatcher` cell, else Megatron-Core's default (the all-to-all one)."""
+    cell = (row.get("dispatcher") or "").strip().lower()
+    if cell not in ("", *_DISPATCHERS):
+        raise FlopcastError(f"dispatcher {row['dispatcher'].strip()!r} is not one of {', '.join(_DISPATCHERS)} "
+                            "(or blank)")
+    return _DISPATCHERS.get(cell, Dispatcher.ALLTOALL)
+
+
 def before_software_cutoff(row: dict) -> bool:
     """Whether a row's source is dated before sequence parallelism, selective recomputation and FlashAttention."""
     d = source_date(row)
@@ -246,7 +262,7 @@ def dtypes_of(row: dict, system: System) -> tuple:
 def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
     """The row's software (`software_of`) with what its `cuda_graphs` and `attention` cells state, and the
     assumptions with a sentence where attention is unfused by the date rule rather than a stated cell."""
-    software = replace(software_of(row), cuda_graphs=cuda_graphs_of(row))
+    software = replace(software_of(row), cuda_graphs=cuda_graphs_of(row), dispatcher=dispatcher_of(row))
     attention = (row.get("attention") or "").strip().lower()
     if attention not in ("", "fused", "triton", "unfused"):
         raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, triton, unfused (or blank)")

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ...model.system import System
+from ...model.system import Dtype, System
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,13 @@ class EngineEfficiency:
     moe_block_bytes_per_s: float = 0.0
     # static-shape engines: fixed seconds per expert a decode pass's MoE kernel runs (touched experts, roofline.py)
     moe_expert_overhead_s: float = 0.0
+    # not fitted: the hardware fractions (hardware_fractions) of the chips whose rows fitted the family, geometric
+    # means; compute / compute_basis is the share of what its chips reach that the engine reaches (0: unknown)
+    compute_basis: float = 0.0
+    memory_basis: float = 0.0
+
+
+HARDWARE = ("compute", "memory")  # a family's hardware fractions; every other fitted number is software
 
 
 ENGINE_FAMILIES = ("llama.cpp", "neuronx", "neuronx-v3", "gpu")
@@ -68,35 +75,77 @@ def engine_family(engine: str | None, system: System) -> str:
 # chips of NeuronCore-v3 (Neuron docs, "Trainium2 Architecture"; Trainium3 keeps the generation's compiler and
 # kernels): their engines are their own family; Inferentia2 and Trainium1 are NeuronCore-v2 ("neuronx")
 NEURON_CORE_V3 = ("trainium2", "trainium3")
-RELATIVES = {"neuronx-v3": "neuronx"}  # a family without rows borrows its predecessor's fit first
-
-
 STATIC_SHAPE_FAMILIES = ("neuronx", "neuronx-v3")
 
 
 ACCELERATOR_FAMILIES = ("neuronx", "neuronx-v3", "gpu")
 
 
-def family_efficiency(table: dict, family: str) -> tuple[EngineEfficiency, str | None]:
+# engines of the same kind share their software (per-layer and per-request costs, kernels): Neuron's static-shape
+# engines, the GPU engines, the CPU engine
+KIND = {"neuronx": "neuron", "neuronx-v3": "neuron", "gpu": "gpu", "llama.cpp": "cpu"}
+
+
+def hardware_fractions(chip, calibration) -> tuple[float, float]:
+    """(compute, memory): the fractions of its BF16 peak and of its memory bandwidth the chip is known to reach,
+    from its own published facts: the training calibration's fitted large-GEMM and memory efficiencies where the
+    chip has training runs of its own (calibration.yaml rows_per_chip); else its measured maximum achievable
+    matmul (MAMF) fraction, and the STREAM-like bound MEMORY_CEILING; else its peak (1.0)."""
+    from ...model.efficiency import MEMORY_CEILING
+
+    if (calibration.provenance.get("rows_per_chip") or {}).get(chip.id) and chip.family in calibration.families:
+        fam = calibration.families[chip.family]
+        return float(fam.gemm), float(fam.memory)
+    return float(chip.mamf_fraction(Dtype.BF16) or 1.0), MEMORY_CEILING
+
+
+def with_basis(eff: EngineEfficiency, chips, calibration) -> EngineEfficiency:
+    """eff with the geometric-mean hardware fractions of the chips whose rows fitted it."""
+    fr = np.array([hardware_fractions(c, calibration) for c in chips])
+    return replace(eff, compute_basis=float(np.exp(np.log(fr[:, 0]).mean())),
+                   memory_basis=float(np.exp(np.log(fr[:, 1]).mean())))
+
+
+def _kin(table: dict, family: str) -> list[str]:
+    """The fitted families whose software stands in for `family`'s: the same kind, else every fitted
+    accelerator engine for an accelerator (none for the CPU engine)."""
+    same = [f for f in table if f != family and KIND.get(f) == KIND[family]]
+    if same or family not in ACCELERATOR_FAMILIES:
+        return same
+    return [f for f in ACCELERATOR_FAMILIES if f != family and f in table]
+
+
+def _geomean(values) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def family_efficiency(table: dict, family: str, chip, calibration=None) -> tuple[EngineEfficiency, str | None]:
     """The efficiencies of `family` from a fitted table, and a note when they are not its own.
 
-    A family without fitted rows borrows the geometric mean of the other fitted families of its
-    kind (accelerator engines from accelerator engines; the rule flopcast's training calibration
-    uses for a chip without runs), else its prior: one engine's measured per-layer cost and
-    bandwidth share say more about another accelerator's than a guessed prior does."""
+    A family without fitted rows is split in two. Its software (per-layer and per-request costs, the MoE kernel's
+    rates, a CPU's dequantisation rate) is the geometric mean of the fitted families of its kind (_kin), since
+    peaks cannot give it. Its hardware fractions are `chip`'s own (hardware_fractions) times the share of their
+    chips' fractions that those engines reach (compute / compute_basis): a chip's serving engine reaches of its
+    hardware what its kind's engines reach of theirs. Without kin, its prior."""
     if family in table:
         return table[family], None
-    if RELATIVES.get(family) in table:
-        return table[RELATIVES[family]], (f"engine family {family} has no calibration rows: efficiencies of its "
-                                          f"predecessor {RELATIVES[family]} (fitted) used")
-    kin = [f for f in ACCELERATOR_FAMILIES if f != family and f in table] if family in ACCELERATOR_FAMILIES else []
+    kin = _kin(table, family)
     if not kin:
         return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"
     prior = PRIORS[family]
-    mean = {k: float(np.exp(np.mean([np.log(getattr(table[f], k)) for f in kin])))
-            for k, v in asdict(prior).items() if v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
-    return replace(prior, **mean), (f"engine family {family} has no calibration rows: efficiencies of "
-                                    f"{', '.join(kin)} (fitted) used")
+    soft = {k: _geomean([getattr(table[f], k) for f in kin]) for k, v in asdict(prior).items()
+            if k not in HARDWARE and v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
+    if calibration is None:  # the shipped training calibration
+        from ...catalog import calibration as shipped
+
+        calibration = shipped()
+    own = hardware_fractions(chip, calibration)
+    hard = {k: min(1.0, own[i] * _geomean([getattr(table[f], k) / (getattr(table[f], k + "_basis") or own[i])
+                                           for f in kin])) for i, k in enumerate(HARDWARE)}
+    return replace(prior, **soft, **hard), (
+        f"engine family {family} has no calibration rows: per-layer and per-request costs of {', '.join(kin)} "
+        f"(fitted); compute {hard['compute']:.2f} and bandwidth {hard['memory']:.2f}: the chip's own fractions "
+        f"({own[0]:.2f}, {own[1]:.2f}) x the share of their chips' that those engines reach")
 
 
 def _inference_calibration_file() -> dict:

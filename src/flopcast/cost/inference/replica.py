@@ -173,15 +173,15 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
     kv = kv_element_bytes(kv_dtype or ("fp16" if cpu else "bf16"))
     family = engine_family(engine, system)
     notes = []
-    if efficiency is None:
-        table = inference_calibration if inference_calibration is not None else load_inference_calibration()
-        efficiency, note = family_efficiency(table, family)
-        if note:
-            notes.append(note)
     if calibration is None:
         from ...catalog import calibration as _cal
 
         calibration = _cal()
+    if efficiency is None:
+        table = inference_calibration if inference_calibration is not None else load_inference_calibration()
+        efficiency, note = family_efficiency(table, family, system.chip, calibration)
+        if note:
+            notes.append(note)
     d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
                    speculation, _ep(model, system, tp, ep), pp)
     if speculation is not None:

@@ -13,10 +13,22 @@ from __future__ import annotations
 from ...errors import FlopcastError
 
 REQUEST_WORK = 20  # units per request (see the module doc)
+# the work of a run given no budget (a report's curve, a compare point), and of a plain `serve` with both ends of its
+# interval: ~1 us a unit (up to ~6 us for a decode step of thousands of long outputs, run ahead), so 3-18 s; 50,000
+# requests a run, or fewer with long outputs. Measured: `serve llama3-8b -H p5.48xlarge --requests 2000
+# --output-tokens 200000` ran past 120 s of CPU before it; 5M units of it took 30 s of CPU at a load of 10.
+RUN_WORK = 3_000_000
+
+
+def work_limit(spent_on: str) -> str:
+    """The one-line refusal of a run past RUN_WORK (`spent_on`: what it had simulated)."""
+    return (f"the simulation stopped at its work limit ({RUN_WORK:,} units: a batch iteration is 1, a request "
+            f"{REQUEST_WORK}) {spent_on}; valid: fewer requests, shorter outputs, or a shorter --duration")
 
 
 class BudgetSpent(FlopcastError):
-    """A run stopped because its search's work budget is spent (the search catches it)."""
+    """A run stopped because its search's work budget is spent (the search catches it), or a run given no budget
+    passed RUN_WORK (the user is told, in one line, what to shorten)."""
 
 
 class WorkBudget:

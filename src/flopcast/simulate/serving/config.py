@@ -43,6 +43,9 @@ class ServingConfig:
     # graphs for; 0 = not stated (decode then runs the live batch over each request's own window)
     static_batch: int = 0  # the compiled batch: every decode step runs this many rows, padding the empty slots
     static_seq_len: int = 0  # the compiled sequence length: every decode row reads this many KV positions
+    # the context-encoding graphs compiled (NxD Inference --context-encoding-buckets, ascending): a prompt is
+    # padded to the smallest that holds it; () = the default power-of-two buckets up to static_seq_len
+    context_buckets: tuple = ()
     # when waiting requests may join a running batch (continuous scheduler). 0: whenever one fits (vLLM). TGI's
     # router (backends/v2/src/backend.rs `batching_task`; defaults in launcher/src/main.rs: 0.3 and 20): only when
     # at least floor(running x waiting_served_ratio) of them can join, or max_waiting_tokens decode steps have run

@@ -19,12 +19,13 @@ def _pair(a, b):
     return None if a is None or b is None else (min(a, b), max(a, b))
 
 
-def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, seed: int = 0) -> dict:
-    """key -> (low, high), latency keys -> {percentile: (low, high)}; {} without an interval."""
+def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, seed: int = 0, budget=None) -> dict:
+    """key -> (low, high), latency keys -> {percentile: (low, high)}; {} without an interval. `budget`: the work
+    both runs may take (budget.WorkBudget)."""
     if interval is None:
         return {}
-    slow = simulate_any(d, reqs, config, seed=seed, speed=interval.low).to_dict()
-    fast = simulate_any(d, reqs, config, seed=seed, speed=interval.high).to_dict()
+    slow = simulate_any(d, reqs, config, seed=seed, speed=interval.low, budget=budget).to_dict()
+    fast = simulate_any(d, reqs, config, seed=seed, speed=interval.high, budget=budget).to_dict()
     out = {k: {p: _pair(slow[k][p], fast[k][p]) for p in PERCENTILES} for k in LATENCIES}
     out.update({k: _pair(slow[k], fast[k]) for k in RATES})
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import FlopcastError
-from ...limits import RowSchema, count, real
+from ...limits import RowSchema, count, read_bounded, real
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,10 @@ class Requests:
 
 MAX_TOKENS_PER_REQUEST = 2**27  # flopcast.limits' input/output token bound
 MAX_SIGMA = 10.0  # a lognormal sigma past this spreads lengths over more than 8 orders of magnitude
-MAX_REQUESTS = 10**7  # flopcast.limits' request bound; a duration x rate past it is refused
+# flopcast.limits' request bound; a duration x rate past it is refused, and a trace of more rows: no run's work
+# (budget.RUN_WORK; deploy's and find-capacity's budgets are larger) holds more requests, and 10^7 of them took 2.2 GB
+MAX_REQUESTS = 250_000
+MAX_TRACE_BYTES = 64 * MAX_REQUESTS  # a trace row is under 64 bytes
 
 
 def lengths(spec: str | int, n: int, rng: np.random.Generator, option: str = "--input-tokens") -> np.ndarray:
@@ -139,9 +142,10 @@ def _trace_rows(p: Path) -> tuple[list[str], list[dict]]:
     if p.is_dir():
         raise FlopcastError(f"--trace {p} is a folder, not a CSV file")
     try:
-        if p.stat().st_size > 64 * MAX_REQUESTS:
-            raise FlopcastError(f"--trace {p} is {p.stat().st_size:,} bytes; valid: at most {64 * MAX_REQUESTS:,}")
-        reader = csv.DictReader(p.read_text(encoding="utf-8-sig").splitlines())
+        lines = read_bounded(p, MAX_TRACE_BYTES, "--trace").decode("utf-8-sig").splitlines()
+        if len(lines) > MAX_REQUESTS + 1:  # counted before the rows are parsed: a long file is refused at once
+            raise FlopcastError(f"--trace {p} has {len(lines) - 1:,} rows; valid: at most {MAX_REQUESTS:,}")
+        reader = csv.DictReader(lines)
         header = [(h or "").strip() for h in reader.fieldnames or []]
         rows = [{k if k is None else k.strip(): v for k, v in r.items()} for r in reader]
     except UnicodeDecodeError:
@@ -171,8 +175,6 @@ def read_trace(path, notes: list | None = None) -> Requests:
     long = next((n for n, r in enumerate(rows, start=2) if r.get(None)), None)
     if long:
         raise FlopcastError(f"--trace {path}: row {long} has more cells than the header's {len(header)} columns")
-    if len(rows) > MAX_REQUESTS:
-        raise FlopcastError(f"--trace {path} has {len(rows):,} rows; valid: at most {MAX_REQUESTS:,}")
     a, i, o = (_trace_column(rows, key, path) for key in ("arrival_s", "input_tokens", "output_tokens"))
     p = _trace_column(rows, "prefix_tokens", path) if "prefix_tokens" in header else None
     # arrivals out of order are sorted (a trace may be merged from several sources), and counted

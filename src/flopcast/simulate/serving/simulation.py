@@ -21,7 +21,7 @@ from operator import attrgetter
 from ...cost import inference as inf
 from ...errors import FlopcastError
 from ..events import Engine
-from .budget import REQUEST_WORK, BudgetSpent, WorkBudget
+from .budget import REQUEST_WORK, RUN_WORK, BudgetSpent, WorkBudget, work_limit
 from .config import Routing, Scheduler, ServingConfig
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
@@ -30,7 +30,7 @@ from .schedulers import PLAIN_DECODE, POLICIES
 
 END, ARRIVAL = 0, 1  # event priorities: an iteration's end before an arrival at the same time
 _OUTSTANDING = attrgetter("outstanding")
-CHECK_EVERY = 64  # arrivals and launches between two looks at a run's work budget
+CHECK_EVERY = 64  # arrivals, launches and steps run ahead between two looks at a run's work budget
 
 
 class Replica:
@@ -65,7 +65,8 @@ def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingC
     """Run the requests through `config.replicas` replicas of deployment `d`; returns latency percentiles etc.
 
     speed: every batch iteration `speed` times as fast as the roofline says (an end of its prediction interval).
-    budget: the work it may take (budget.WorkBudget, charged; BudgetSpent when it would take more)."""
+    budget: the work it may take (budget.WorkBudget, charged; BudgetSpent when it would take more); without one,
+    at most RUN_WORK."""
     if config.replicas < 1:
         raise FlopcastError(f"--replicas must be at least 1, got {config.replicas}")
     if inf.kv_capacity_tokens(d) < 1:
@@ -87,7 +88,7 @@ class Simulation:
                  seed: int, record: bool, speed: float = 1.0, budget: WorkBudget | None = None):
         self.d, self.config, self.record = d, config, record
         self.work_budget = budget  # checked every CHECK_EVERY arrivals and launches, charged when the run ends
-        self.work_cap = math.inf if budget is None else budget.left
+        self.work_cap = RUN_WORK if budget is None else budget.left
         self.admitted, self.ticks = 0, 0
         # KV tokens a replica (a pipeline's virtual engine: d.virtual_engines per replica) holds
         self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
@@ -164,6 +165,8 @@ class Simulation:
         """Every CHECK_EVERY calls: stop the run (BudgetSpent) once its work passes what the budget had left."""
         self.ticks += 1
         if self.ticks % CHECK_EVERY == 0 and self.work() > self.work_cap:
+            if self.work_budget is None:
+                raise BudgetSpent(work_limit(f"after {self.admitted:,} requests"))
             self.work_budget.charge(self.work())
             self.work_budget.mark_cut()
             raise BudgetSpent(f"the simulation work budget ({self.work_budget.total:,.0f} units) is spent")
@@ -189,8 +192,7 @@ class Simulation:
         """Request r enters the system: routed and queued, or rejected when it can never fit; () or one event."""
         self.account(now, +1)
         self.admitted += 1
-        if self.work_budget is not None:
-            self.tick()
+        self.tick()
         if self.record:
             self.events.append((now, "arrive", r))
         rep = self.route()
@@ -259,6 +261,7 @@ class Simulation:
             elif end >= heap[0][0] and (finishes or end >= quiet):
                 return self.launch(rep, end, partial(self.end_decode, rep))
             rep.iterations += 1
+            self.tick()  # the steps run here are work too: a long output is thousands of them
             now = e.now = end
             if finishes:
                 self.advance_decoders(rep, now)
@@ -282,8 +285,7 @@ class Simulation:
     def launch(self, rep: Replica, end_s: float, handler):
         rep.busy = True
         rep.iterations += 1
-        if self.work_budget is not None:
-            self.tick()
+        self.tick()
         return ((end_s, handler, END),)
 
     def route(self) -> Replica:
@@ -411,10 +413,14 @@ class Simulation:
 
     def prefill_tokens(self, tokens: int) -> int:
         """Tokens a prefill pass computes for a prompt of `tokens`: a static-shape engine with a compiled sequence
-        length pads the prompt to its context-encoding bucket, the next power of two from 128 up to that length
-        (NxD Inference's default buckets, "Bucketing" in its developer guide); other engines compute the prompt."""
+        length pads the prompt to its context-encoding bucket: the smallest of the buckets the server compiled
+        (config.context_buckets, NxD Inference's --context-encoding-buckets) that holds it, else the next power of
+        two from 128 up to that length (NxD Inference's default buckets, "Bucketing" in its developer guide);
+        other engines compute the prompt."""
         if not self.static_seq_len:
             return tokens
+        if self.config.context_buckets:
+            return next((b for b in self.config.context_buckets if b >= tokens), tokens)
         return min(max(128, 1 << max(0, tokens - 1).bit_length()), max(self.static_seq_len, tokens))
 
     def iteration_time(self, tokens: int, seqs: int, kv: float, pairs: float) -> float:

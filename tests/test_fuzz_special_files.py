@@ -1,0 +1,97 @@
+"""What the third fuzz round found, each kept as a test: a device, a pipe or a link to either given where a file
+is read (read until memory ran out, or waited on forever), a pipe no process reads given where a file is written
+(opening it waits forever), measured-run files and traces past what a run can work through, and a serving run
+whose decode steps had no work limit (`--output-tokens 200000` ran past 120 s of CPU)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from flopcast import limits
+from flopcast.api.serving import deployment
+from flopcast.cli import main
+from flopcast.simulate import serving as S
+from flopcast.simulate.serving import simulation
+from flopcast.validate import rows
+
+P5 = ["-H", "p5.48xlarge"]
+
+
+def _one_line(capsys, *words):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and err[-1].startswith("error: ") and all(w in err[-1] for w in words), err
+    assert [x for x in err if x.startswith("error:")] == [err[-1]], err
+
+
+@pytest.fixture
+def pipe(tmp_path):
+    path = tmp_path / "pipe.csv"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("argv", [["validate", "{x}"], ["calibrate", "{x}", "--out", "{tmp}/c.yaml"],
+                                  ["serve", "llama3-8b", *P5, "--trace", "{x}"], ["catalog", "{x}.yaml"],
+                                  ["train", "llama3-8b", *P5, "-n", "8", "--calibration", "{x}.yaml"]])
+@pytest.mark.parametrize("special", ["/dev/zero", "pipe"])
+def test_a_device_or_a_pipe_is_not_read(tmp_path, capsys, pipe, argv, special):
+    target = str(pipe) if special == "pipe" else special
+    if "{x}.yaml" in argv:  # a user file is known by its suffix: a link named .yaml to the device or pipe
+        (tmp_path / "link.yaml").symlink_to(target)
+        target = str(tmp_path / "link")
+    argv = [a.replace("{x}", target).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    _one_line(capsys, "not a regular file")
+
+
+@pytest.mark.parametrize("argv", [["train", "llama3-8b", *P5, "-n", "8", "--html", "{p}"],
+                                  ["validate", "training", "--out", "{p}"], ["sweep", "s.yaml", "-o", "{p}"],
+                                  ["deploy", "llama3-8b", *P5, "--csv", "{p}"]])
+def test_a_pipe_that_no_process_reads_is_not_written(capsys, pipe, argv):
+    assert main([a.replace("{p}", str(pipe)) for a in argv]) == 2
+    _one_line(capsys, "a pipe that no process reads")
+
+
+def test_check_output_passes_files_and_devices(tmp_path):
+    for ok in (tmp_path / "new.html", "/dev/null", "/dev/full"):
+        limits.check_output(ok, "--html")
+
+
+def _rows_file(tmp_path, n):
+    lines = (rows.VALIDATION_DIR / "calibration_runs.csv").read_text().splitlines()
+    body = (lines[1:] * (n // (len(lines) - 1) + 1))[:n]
+    path = tmp_path / f"runs{n}.csv"
+    path.write_text("\n".join([lines[0], *body]) + "\n")
+    return path
+
+
+def test_measured_runs_past_the_row_caps_are_refused_before_the_work(tmp_path, capsys):
+    assert main(["validate", str(_rows_file(tmp_path, rows.MAX_ROWS + 1))]) == 2
+    _one_line(capsys, f"at most {rows.MAX_ROWS:,} rows")
+    assert main(["calibrate", str(_rows_file(tmp_path, rows.MAX_FIT_ROWS + 1)), "--out", str(tmp_path / "c.yaml")]) == 2
+    _one_line(capsys, f"at most {rows.MAX_FIT_ROWS:,} to fit on")
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as f:
+        f.truncate(rows.MAX_FILE_BYTES + 1)
+    assert main(["validate", str(big)]) == 2
+    _one_line(capsys, "bytes; valid: a file of at most")
+
+
+def test_a_trace_past_the_request_bound_is_refused_by_its_line_count(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    n = S.requests.MAX_REQUESTS + 1
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + "0,1,1\n" * n)
+    assert main(["serve", "llama3-8b", *P5, "--trace", str(path)]) == 2
+    _one_line(capsys, f"{n:,} rows", f"at most {S.requests.MAX_REQUESTS:,}")
+
+
+def test_a_serving_run_stops_at_its_work_limit(monkeypatch, capsys):
+    monkeypatch.setattr(S, "RUN_WORK", 20_000)  # a plain serve's budget (its run and both interval ends)
+    argv = ["serve", "llama3-8b", *P5, "--qps", "100", "--requests", "2000", "--input-tokens", "16"]
+    assert main(argv) == 2
+    _one_line(capsys, "work limit", "simulating 2,000 requests three times")
+    monkeypatch.setattr(simulation, "RUN_WORK", 20_000)  # a run given no budget stops there too
+    reqs = S.poisson_requests(100.0, np.random.default_rng(0), n=2000, input_tokens="16")
+    with pytest.raises(S.BudgetSpent, match="work limit"):
+        S.simulate(deployment("llama3-8b", "p5.48xlarge"), reqs)
