@@ -165,3 +165,24 @@ def test_llm_foundry_rows_state_the_triton_kernel_of_their_benchmark_script():
         foundry = [c for c in cases if c.source.startswith(prefix)]
         assert foundry and all(c.software.flash_kernel == FlashKernel.TRITON for c in foundry)
         assert all(c.software.flash_kernel == FlashKernel.FA2 for c in cases if not c.source.startswith(prefix))
+
+
+def test_torchtitan_holds_its_fp32_loss_copy():
+    """torchtitan's loss_fn casts the logits to fp32 before cross_entropy (train.py at 9dec370), so its loss holds 12
+    bytes per token and vocab entry at its peak, not Megatron's in-place 4: the 8B FSDP 8 row's memory."""
+    import dataclasses
+
+    cases, _ = vt.load_cases("published_training_runs")
+    row = next(c for c in cases if c.run_id == "p-21")
+    assert row.software.loss_bytes_per_logit == 12.0
+    assert all(c.software.loss_bytes_per_logit == 4.0 for c in cases if not c.source.startswith("torchtitan"))
+    lay = LayoutBatch.of([Layout(tp=1, pp=1, dp=8, micro_batch=2, global_batch=16, recompute=Recompute.OP,
+                                 sharding=Sharding.ZERO3, dtype=Dtype.BF16)])
+    cal = catalog.calibration()
+    titan = training.evaluate(row.model, row.system, lay, cal, software=row.software)
+    megatron = training.evaluate(row.model, row.system, lay, cal,
+                                 software=dataclasses.replace(row.software, loss_bytes_per_logit=4.0))
+    extra = titan["memory_bytes"][0] - megatron["memory_bytes"][0]
+    assert extra == pytest.approx(8.0 * 2 * row.model.seq_len * row.model.vocab)
+    # benchmarks/llama3_h100_202412_torchtitan.md Table 1, FSDP + torch.compile: 77.0 GiB (60.8 without the copy)
+    assert titan["memory_bytes"][0] / 2**30 == pytest.approx(77.0, rel=0.03)

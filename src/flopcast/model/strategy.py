@@ -249,6 +249,12 @@ class Software:
     # redistributes between the GEMMs, waited on) does not, only its AsyncTP (torch._inductor micro-pipelined TP),
     # which benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md measures at 1.04-1.16x over vanilla TP
     tp_comm_overlap: bool = True
+    # bytes per token and vocabulary entry (over tp) the loss holds at its peak on the last stage: Megatron-LM's
+    # vocab_parallel_cross_entropy keeps one fp32 softmax and writes its gradient in place (4); torchtitan's loss_fn
+    # runs cross_entropy on an fp32 copy of the logits (train.py at 9dec370, `pred.flatten(0, 1).float()`), whose
+    # log_softmax backward holds its saved fp32 output, the incoming fp32 gradient and the fp32 input gradient at
+    # once (FP32_COPY_LOSS_BYTES)
+    loss_bytes_per_logit: float = 4.0
     # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
 
@@ -257,6 +263,7 @@ class Software:
         return default_cuda_graphs(family) if self.cuda_graphs is None else self.cuda_graphs
 
 
+FP32_COPY_LOSS_BYTES = 12.0
 MODERN_SOFTWARE = Software()
 # A GPT layer's parameter tensors: two norms (weight, bias), fused QKV, projection, two MLP matrices
 # (weight, bias each) -- Megatron-LM's ParallelTransformerLayer.

@@ -24,6 +24,7 @@ from ..model.strategy import (
     Dispatcher,
     FlashKernel,
     ERA_2021_SOFTWARE,
+    FP32_COPY_LOSS_BYTES,
     MODERN_SOFTWARE,
     Layout,
     LayoutBatch,
@@ -195,7 +196,7 @@ def software_of(row: dict) -> Software:
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
-        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False)
+        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES)
     return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
 
 
