@@ -1,6 +1,7 @@
 """What the third fuzz round found, each kept as a test: a device, a pipe or a link to either given where a file
 is read (read until memory ran out, or waited on forever), a pipe no process reads given where a file is written
-(opening it waits forever), measured-run files and traces past what a run can work through, and a serving run
+(opening it waits forever), measured-run files and traces past what a run can work through, a deployment whose
+outputs are one token (no TPOT: a traceback in its table and figure), and a serving run
 whose decode steps had no work limit (`--output-tokens 200000` ran past 120 s of CPU)."""
 
 import os
@@ -95,3 +96,15 @@ def test_a_serving_run_stops_at_its_work_limit(monkeypatch, capsys):
     reqs = S.poisson_requests(100.0, np.random.default_rng(0), n=2000, input_tokens="16")
     with pytest.raises(S.BudgetSpent, match="work limit"):
         S.simulate(deployment("llama3-8b", "p5.48xlarge"), reqs)
+
+
+def test_a_deployment_without_a_tpot_prints_n_a():  # every output one token: no time per output token
+    from types import SimpleNamespace as NS
+
+    from flopcast.cli.deploy import _point_row
+
+    p = NS(qps=2.0, instances=1, output_tokens_per_s_per_chip=29.0, result=NS(ttft_s={"p50": 0.096},
+           tpot_s={"p50": None}), cost_per_million_output_tokens_usd=None, chip_hours_per_million_output_tokens=9.5,
+           candidate=NS(label="8 x TP1"))
+    row = _point_row("best", p)
+    assert row[4] == pytest.approx(96.0) and row[5] is None

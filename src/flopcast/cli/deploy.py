@@ -30,7 +30,8 @@ def _point_row(role: str, p) -> list:
     """One deployment: its rate, instances, output tokens/s per chip, p50 latencies, cost per million output
     tokens (in dollars and chip-hours)."""
     r = p.result
-    return [role, p.qps, p.instances, p.output_tokens_per_s_per_chip, r.ttft_s["p50"] * 1e3, r.tpot_s["p50"] * 1e3,
+    ms = lambda s: None if s is None else s * 1e3  # noqa: E731  (no TPOT when every output is one token)
+    return [role, p.qps, p.instances, p.output_tokens_per_s_per_chip, ms(r.ttft_s["p50"]), ms(r.tpot_s["p50"]),
             p.cost_per_million_output_tokens_usd, p.chip_hours_per_million_output_tokens, p.candidate.label]
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.strategy import FlashKernel
+
 
 def tile_efficiency(m, n, tile: tuple[int, int], cores: int):
     """Useful fraction of the work a GEMM with an m x n output issues on `cores` engines of tile tm x tn."""
@@ -53,6 +55,22 @@ def attention_core_flops(b, s_q, s_kv, heads, d_qk, d_v, causal_fraction):
 
 
 FLASH_BACKWARD_FACTOR = 2.5  # FlashAttention-2 backward issues 5 matmuls to the forward's 2 (Dao 2023, sec. 3.2)
+# Time of a fused attention kernel's forward and backward relative to FlashAttention-2's (the fitted efficiency's
+# kernel). FlashAttention in Triton: Dao 2023 (FlashAttention-2, arXiv:2307.08691) sec. 4.1 measures on A100 80GB
+# SXM4 (sequences 512-16k, head dim 64 and 128, with and without the causal mask) FA2 "around 1.3-1.5x faster than
+# FlashAttention in Triton in the forward pass and around 2x faster in the backward pass": the range's middle 1.4
+# and 2.0, on the chip family measured. Elsewhere (no comparison of the two kernels on Hopper or later GPUs is
+# published) the kernel is taken as fast as FlashAttention-2.
+TRITON_FLASH_SLOWDOWN = {"nvidia-ampere": (1.4, 2.0)}
+
+
+def flash_kernel_slowdown(kernel: FlashKernel, family: str) -> tuple[float, float]:
+    """(forward, backward) time of a fused attention kernel over FlashAttention-2's on a chip family."""
+    if kernel == FlashKernel.TRITON:
+        return TRITON_FLASH_SLOWDOWN.get(family, (1.0, 1.0))
+    return 1.0, 1.0
+
+
 # standard attention backward: 4 matmuls to the forward's 2, scores read back, not recomputed
 UNFUSED_BACKWARD_FACTOR = 2.0
 

@@ -192,8 +192,8 @@ def state_bytes(params_dense, params_expert, dp, edp, sharding, *, dtype_weight_
     return weights, grads, optim
 
 
-def logits_bytes(tokens, vocab, t):
-    """The fp32 softmax the vocab-parallel cross-entropy keeps for backward on the last stage:
-    4 bytes per token per vocab entry / tp (Megatron-LM `vocab_parallel_cross_entropy`; the
-    gradient is written in place)."""
-    return 4.0 * tokens * vocab / t
+def logits_bytes(tokens, vocab, t, bytes_per_entry=4.0):
+    """What the loss holds at its peak on the last stage, bytes_per_entry per token per vocab entry / tp: by
+    default the fp32 softmax Megatron-LM's `vocab_parallel_cross_entropy` keeps for backward (the gradient is
+    written in place); a framework's own figure is Software.loss_bytes_per_logit."""
+    return bytes_per_entry * tokens * vocab / t

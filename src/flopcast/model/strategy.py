@@ -74,6 +74,16 @@ class CudaGraphs(IntEnum):
     FULL = 2
 
 
+class FlashKernel(IntEnum):
+    """Which fused (FlashAttention-style) attention kernel a run calls; the fitted attention efficiency is the
+    first's (FlashAttention-2-class kernels: FA2/FA3, cuDNN, Transformer Engine's fused attention)."""
+
+    FA2 = 0
+    # FlashAttention in Triton (flash_attn/flash_attn_triton.py, the FlashAttention-1 algorithm; MPT's
+    # attn_impl triton), which Dao 2023 (FlashAttention-2, arXiv:2307.08691, sec. 4.1) benchmarks against FA2
+    TRITON = 1
+
+
 class Dispatcher(IntEnum):
     """How an MoE layer's tokens reach the ranks holding their experts (Megatron-Core --moe-token-dispatcher-type)."""
 
@@ -216,6 +226,7 @@ class Software:
     """
 
     flash_attention: bool = True  # fused attention keeps no s x s scores (Dao et al. 2022, arXiv:2205.14135)
+    flash_kernel: FlashKernel = FlashKernel.FA2  # the fused kernel, where flash_attention is on
     # collectives a ZeRO-3 / FSDP rank issues per layer and pass: 1 for FSDP's flat parameter per
     # wrapped block (Zhao et al. 2023, PyTorch FSDP, sec. 3.2), one per parameter tensor for DeepSpeed
     # ZeRO-3 as of 2021 (its partitioned-parameter coordinator fetches each module's parameters)
@@ -238,6 +249,12 @@ class Software:
     # redistributes between the GEMMs, waited on) does not, only its AsyncTP (torch._inductor micro-pipelined TP),
     # which benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md measures at 1.04-1.16x over vanilla TP
     tp_comm_overlap: bool = True
+    # bytes per token and vocabulary entry (over tp) the loss holds at its peak on the last stage: Megatron-LM's
+    # vocab_parallel_cross_entropy keeps one fp32 softmax and writes its gradient in place (4); torchtitan's loss_fn
+    # runs cross_entropy on an fp32 copy of the logits (train.py at 9dec370, `pred.flatten(0, 1).float()`), whose
+    # log_softmax backward holds its saved fp32 output, the incoming fp32 gradient and the fp32 input gradient at
+    # once (FP32_COPY_LOSS_BYTES)
+    loss_bytes_per_logit: float = 4.0
     # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
 
@@ -246,6 +263,7 @@ class Software:
         return default_cuda_graphs(family) if self.cuda_graphs is None else self.cuda_graphs
 
 
+FP32_COPY_LOSS_BYTES = 12.0
 MODERN_SOFTWARE = Software()
 # A GPT layer's parameter tensors: two norms (weight, bias), fused QKV, projection, two MLP matrices
 # (weight, bias each) -- Megatron-LM's ParallelTransformerLayer.

@@ -128,7 +128,9 @@ def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, 
     s_kv, causal = (min(model.sliding_window, s), 1.0) if sliding else (s, 0.5)
     flops = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, causal)
     if software.flash_attention:
-        return flops / (x["peak_attn"] * fam.attention), flops, compute.FLASH_BACKWARD_FACTOR
+        fwd_slow, bwd_slow = compute.flash_kernel_slowdown(software.flash_kernel, chip.family)
+        return (flops / (x["peak_attn"] * fam.attention) * fwd_slow, flops,
+                compute.FLASH_BACKWARD_FACTOR * bwd_slow / fwd_slow)
     # unfused attention (Megatron-LM before FlashAttention): QK^T over the whole s x s matrix (the causal
     # mask is applied afterwards), and the scores stream through HBM (Dao et al. 2022, sec. 2.2, Algorithm 0)
     issued = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, 1.0)

@@ -373,10 +373,9 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
     pp = c.f["pp"]
     last_layers = stage_layers + model.mtp_layers  # the MTP modules sit with the output head
     first = stage_layers * act_layer * inflight + working + T * h * memory.ACT_BYTES
-    last = last_layers * act_layer + working + memory.logits_bytes(T, model.vocab, tp) * (1 + model.mtp_layers)
-    activations = np.where(pp > 1, np.maximum(first, last),
-                           first + model.mtp_layers * act_layer * inflight
-                           + memory.logits_bytes(T, model.vocab, tp) * (1 + model.mtp_layers))
+    loss = memory.logits_bytes(T, model.vocab, tp, c.software.loss_bytes_per_logit) * (1 + model.mtp_layers)
+    last = last_layers * act_layer + working + loss
+    activations = np.where(pp > 1, np.maximum(first, last), first + model.mtp_layers * act_layer * inflight + loss)
     gathered = np.where(lb.sharding == Sharding.ZERO3, 2.0 * layer_dense / tp * memory.WEIGHT_BYTES, 0.0)
     # FP8 (and INT8, FP4): the GEMMs read a quantized copy of the 16-bit weights (scales included), kept across
     # micro-batches (Transformer Engine documentation, "Low precision training / Performance considerations /

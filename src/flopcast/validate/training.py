@@ -22,7 +22,9 @@ from ..errors import FlopcastError
 from ..model.strategy import (
     CudaGraphs,
     Dispatcher,
+    FlashKernel,
     ERA_2021_SOFTWARE,
+    FP32_COPY_LOSS_BYTES,
     MODERN_SOFTWARE,
     Layout,
     LayoutBatch,
@@ -194,7 +196,7 @@ def software_of(row: dict) -> Software:
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
-        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False)
+        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES)
     return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
 
 
@@ -263,10 +265,11 @@ def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
     assumptions with a sentence where attention is unfused by the date rule rather than a stated cell."""
     software = replace(software_of(row), cuda_graphs=cuda_graphs_of(row), dispatcher=dispatcher_of(row))
     attention = (row.get("attention") or "").strip().lower()
-    if attention not in ("", "fused", "unfused"):
-        raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, unfused (or blank)")
+    if attention not in ("", "fused", "triton", "unfused"):
+        raise FlopcastError(f"attention {row['attention'].strip()!r} is not one of fused, triton, unfused (or blank)")
     if attention:
-        software = replace(software, flash_attention=attention == "fused")
+        software = replace(software, flash_attention=attention != "unfused",
+                           flash_kernel=FlashKernel.TRITON if attention == "triton" else FlashKernel.FA2)
     elif not software.flash_attention:
         assumed = (*assumed, f"attention unfused: the source's date ({source_date(row)}) precedes fused attention in "
                              f"{framework_of(row) or 'its software'}")

@@ -26,17 +26,18 @@ def deploy_figure(outcomes, slo_tpot_s: float | None = None, name: str = "deploy
     fig = matplotlib_figure((5.2 * len(shown), 3.9))
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     kinds = ["tensor parallel replicas", "disaggregated (xPyD)", "expert parallel", "pipeline"]
+    timed = lambda p: p is not None and p.result.tpot_s["p50"] is not None  # noqa: E731  (one-token outputs: none)
     for ax, o in zip(axes, shown):
         for i, kind in enumerate(kinds):
-            pts = [p for p in o.simulated if _kind(p) == kind]
+            pts = [p for p in o.simulated if _kind(p) == kind and timed(p)]
             if pts:
                 ax.scatter([p.result.tpot_s["p50"] * 1e3 for p in pts], [p.output_tokens_per_s_per_chip for p in pts],
                            color=CYCLE[i], label=kind, zorder=3)
-        front = sorted(o.pareto, key=lambda p: p.result.tpot_s["p50"])
+        front = sorted(filter(timed, o.pareto), key=lambda p: p.result.tpot_s["p50"])
         ax.plot([p.result.tpot_s["p50"] * 1e3 for p in front], [p.output_tokens_per_s_per_chip for p in front], "-",
                 color="#777777", lw=1, label="Pareto front")
         for p, mark, lab in ((o.best, "*", "best (cost per token)"), (o.baseline, "x", "one replica per instance")):
-            if p is not None:
+            if timed(p):
                 ax.scatter([p.result.tpot_s["p50"] * 1e3], [p.output_tokens_per_s_per_chip], marker=mark, s=140,
                            color="black", label=lab, zorder=4)
         if slo_tpot_s:
