@@ -50,7 +50,7 @@ LIMITS = {
     # top: a ranked list a person reads; each layout is a whole forecast (~0.5 ms and a few kB of JSON), so a
     # million of them took minutes
     "global_batch": Bound(1, 1e9), "seq_len": Bound(1, 2**27), "top": Bound(1, 1_000),
-    "tokens": Bound(0, 1e17, integer=False, open_low=True),
+    "tokens": Bound(1, 1e17, integer=False),  # under one token the scaling laws overflow (tokens 1e-300)
     # serving (requests: simulate.serving.requests.MAX_REQUESTS, what a run's work limit holds)
     "input_tokens": Bound(1, 2**27), "output_tokens": Bound(1, 2**27), "requests": Bound(1, 250_000),
     "concurrency": Bound(1, 1e6), "max_batch": Bound(1, 1e6), "replicas": Bound(1, 1e6), "threads": Bound(1, 1e6),
