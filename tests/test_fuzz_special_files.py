@@ -108,3 +108,17 @@ def test_a_deployment_without_a_tpot_prints_n_a():  # every output one token: no
            candidate=NS(label="8 x TP1"))
     row = _point_row("best", p)
     assert row[4] == pytest.approx(96.0) and row[5] is None
+
+
+@pytest.mark.parametrize("cell", ["nan", "NaN", "inf", "-Infinity"])
+def test_a_name_cell_that_reads_as_a_non_finite_number_is_refused(tmp_path, capsys, cell):
+    """Seed 205 of the campaign: a serving row whose hardware cell was 'nan' printed nan in validate's table."""
+    lines = (rows.VALIDATION_DIR / "inference_runs.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[1].split(",")
+    row[header.index("hardware")] = cell
+    path = tmp_path / "serving.csv"
+    path.write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+    assert main(["validate", str(path)]) == 2
+    _one_line(capsys, f"hardware {cell!r} is not a name", "row 1")
+    assert main(["validate", str(rows.VALIDATION_DIR / "inference_runs.csv")]) == 0

@@ -194,11 +194,27 @@ def read_checked(path, schema: RowSchema, check=None) -> list[dict]:
         (check or check_columns)(header, p)
         schema.check_header(header, str(p))
         require_rows(rows, p)
+        _check_text(rows, schema, p)
         out.extend(rows)
         if len(out) > MAX_ROWS:
             raise FlopcastError(f"{p}: over {MAX_ROWS:,} rows of measured runs; valid: at most {MAX_ROWS:,} rows "
                                 "(split the file)")
     return out
+
+
+_NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+def _check_text(rows, schema: RowSchema, path) -> None:
+    """A one-line FlopcastError for a text cell (a name: run_id, hardware, model, ...) that reads as a number that
+    is not finite ('nan', 'inf': what a spreadsheet or dataframe writes for a missing value), which no name is."""
+    text = [c for c, col in schema.columns.items() if col.bound is None]
+    for i, row in enumerate(rows, start=1):
+        for col in text:
+            v = row.get(col)
+            if isinstance(v, str) and v.strip().lower() in _NOT_FINITE:
+                raise FlopcastError(f"{path} row {i}: {col} {v.strip()!r} is not a name (it reads as a number "
+                                    f"that is not finite); valid: a name, or a blank cell")
 
 
 def _read_all(path) -> list[dict]:
