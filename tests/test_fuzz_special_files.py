@@ -122,3 +122,20 @@ def test_a_name_cell_that_reads_as_a_non_finite_number_is_refused(tmp_path, caps
     assert main(["validate", str(path)]) == 2
     _one_line(capsys, f"hardware {cell!r} is not a name", "row 1")
     assert main(["validate", str(rows.VALIDATION_DIR / "inference_runs.csv")]) == 0
+
+
+def test_a_yaml_merge_key_bomb_is_refused_before_it_is_expanded(tmp_path, capsys):
+    """Seed 205, case 1244: 9 levels of 8 merge keys (`<<: [*a, *a, ...]`) over one anchor took 77 s of CPU and
+    1.2 GB to load; merge keys of a modest size still load."""
+    lines = ["a: &a {x: 1, y: 2, z: 3, w: 4}"]
+    for i, (name, prev) in enumerate(zip("bcdefghi", "abcdefgh")):
+        lines.append(f"{name}: &{name} {{<<: [{', '.join(['*' + prev] * 8)}], {name}{i}: 1}}")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    assert main(["sweep", str(bomb), "--out", str(tmp_path / "out.csv")]) == 2
+    _one_line(capsys, "merge keys (<<)")
+    from flopcast.catalog import files
+
+    ok = tmp_path / "merge.yaml"
+    ok.write_text("a: &a {x: 1}\nb:\n  <<: *a\n  y: 2\n")
+    assert files.read_file(ok)["b"] == {"x": 1, "y": 2}

@@ -89,7 +89,30 @@ def _yaml(text: str, path: Path):
                 raise FlopcastError(f"{path}: values nested too deeply; valid: at most {MAX_NESTING} levels")
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
+    if "<<" in text and _merged_size(yaml.compose(text, Loader=_Loader), {}) > MAX_NODES:
+        raise FlopcastError(f"{path}: too many values once YAML merge keys (<<) are expanded; valid: at most "
+                            f"{MAX_NODES:,}")
     return yaml.load(text, Loader=_Loader)
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _merged_size(node, memo: dict) -> int:
+    """The key-value pairs and items a composed YAML node holds once its merge keys are expanded (the loader copies
+    every merged mapping's pairs, so nested merges of shared anchors grow geometrically: 8 levels of 8 merges are
+    16 million pairs from 600 bytes); each shared node sized once (memo by identity), so this is linear in the file."""
+    if node is None or id(node) in memo:
+        return memo.get(id(node), 0)
+    memo[id(node)] = 0  # a node inside itself counts once (the loader refuses such recursion later)
+    if isinstance(node, yaml.MappingNode):
+        size = sum(_merged_size(v, memo) if k.tag == _MERGE else 1 + _merged_size(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = sum(1 + _merged_size(v, memo) for v in node.value)
+    else:
+        size = 0
+    memo[id(node)] = size
+    return size
 
 
 def _check_shape(data, path: Path) -> None:
