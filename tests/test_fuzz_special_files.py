@@ -139,3 +139,15 @@ def test_a_yaml_merge_key_bomb_is_refused_before_it_is_expanded(tmp_path, capsys
     ok = tmp_path / "merge.yaml"
     ok.write_text("a: &a {x: 1}\nb:\n  <<: *a\n  y: 2\n")
     assert files.read_file(ok)["b"] == {"x": 1, "y": 2}
+
+
+def test_an_interval_whose_slow_end_never_finishes_prints_never(capsys):
+    """Fuzz seed 301, case 12: DeepSeek-V3 on one c7g.xlarge printed '(80%: ... days to inf days)' for the time
+    with faults: at the interval's slow end interruptions come faster than checkpoints save progress."""
+    from flopcast.units import fmt_duration
+
+    assert fmt_duration(float("inf")) == "never" and fmt_duration(float("nan")) == "n/a"
+    assert fmt_duration(3 * 86400) == "3.0 days"
+    assert main(["train", "deepseek-v3", "-H", "c7g.xlarge"]) == 0
+    out = capsys.readouterr().out
+    assert "inf days" not in out and "to never)" in out

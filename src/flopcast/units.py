@@ -93,7 +93,12 @@ def fmt_count(n: float) -> str:
 
 
 def fmt_duration(seconds: float) -> str:
-    """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days, 1,307.6 days."""
+    """Human duration: 0.8 s, 12.3 min, 4.1 h, 18.2 days, 1,307.6 days; 'never' for an infinite one (the slow end
+    of a run's interval when faults there come faster than its checkpoints save progress), 'n/a' for no number."""
+    if seconds != seconds:
+        return "n/a"
+    if seconds == float("inf"):
+        return "never"
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms"
     if seconds < 120:
