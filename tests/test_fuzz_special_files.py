@@ -151,3 +151,12 @@ def test_an_interval_whose_slow_end_never_finishes_prints_never(capsys):
     assert main(["train", "deepseek-v3", "-H", "c7g.xlarge"]) == 0
     out = capsys.readouterr().out
     assert "inf days" not in out and "to never)" in out
+
+
+@pytest.mark.parametrize("name", ["nan", ".inf", "-Infinity"])
+def test_a_user_file_name_that_reads_as_a_non_finite_number_is_refused(tmp_path, capsys, name):
+    """Fuzz seed 301, case 3515: a chip file whose name was nan printed 'chip ...: nan'."""
+    path = tmp_path / "chip.yaml"
+    path.write_text(f"base: trainium2\nname: '{name}'\n")
+    assert main(["catalog", str(path)]) == 2
+    _one_line(capsys, "reads as a number that is not finite")

@@ -172,9 +172,15 @@ def _flag(value):
 Flag = Annotated[bool, Check(_flag, "true / false (or yes / no)")]
 
 
+_NOT_FINITE = {"nan", "+nan", "-nan", ".nan", "inf", "+inf", "-inf", ".inf", "-.inf", "infinity", "+infinity",
+               "-infinity"}
+
+
 def _text(value):
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError("is not a name; valid: text such as `my-chip`")
+    if str(value).strip().lower() in _NOT_FINITE:  # YAML's .nan, or a dataframe's missing value
+        raise ValueError("reads as a number that is not finite, not a name; valid: text such as `my-chip`")
     return str(value)
 
 
