@@ -110,6 +110,18 @@ def fmt_duration(seconds: float) -> str:
     return f"{seconds / DAY:,.1f} days"
 
 
+def reads_not_finite(text) -> bool:
+    """Whether a text reads as a number that is not finite: 'nan', 'inf', '-Infinity' as Python reads them, or YAML's
+    '.nan' and '-.inf' (what a spreadsheet, a dataframe or a YAML tool writes for a missing value); no name is one."""
+    s = str(text).strip()
+    sign = s[:1] if s[:1] in "+-" else ""
+    body = s[len(sign):]
+    try:
+        return not math.isfinite(float(sign + (body[1:] if body.startswith(".") else body)))
+    except ValueError:
+        return False
+
+
 def _finite(value: float, text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite number")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any
 
-from ..units import UnitError, parse
+from ..units import UnitError, parse, reads_not_finite
 
 EXAMPLE = {"flop_rate": "667 TFLOP/s", "bytes": "96 GiB", "bandwidth": "2.9 TB/s", "time": "2 us", "power": "700 W",
            "frequency": "2.6 GHz", "price": "21.5 USD/h"}
@@ -172,14 +172,10 @@ def _flag(value):
 Flag = Annotated[bool, Check(_flag, "true / false (or yes / no)")]
 
 
-_NOT_FINITE = {"nan", "+nan", "-nan", ".nan", "inf", "+inf", "-inf", ".inf", "-.inf", "infinity", "+infinity",
-               "-infinity"}
-
-
 def _text(value):
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError("is not a name; valid: text such as `my-chip`")
-    if str(value).strip().lower() in _NOT_FINITE:  # YAML's .nan, or a dataframe's missing value
+    if reads_not_finite(value):
         raise ValueError("reads as a number that is not finite, not a name; valid: text such as `my-chip`")
     return str(value)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..catalog import entries as _schema
 from ..errors import FlopcastError
 from ..limits import LIMITS, REQUIRED_TEXT, TEXT, Bound, Column, RowSchema, count, parse_cell, read_bounded, real
+from ..units import reads_not_finite
 from . import measured
 
 MEASURED = "measured_tokens_per_s_per_chip"
@@ -202,9 +203,6 @@ def read_checked(path, schema: RowSchema, check=None) -> list[dict]:
     return out
 
 
-_NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
-
-
 def _check_text(rows, schema: RowSchema, path) -> None:
     """A one-line FlopcastError for a text cell (a name: run_id, hardware, model, ...) that reads as a number that
     is not finite ('nan', 'inf': what a spreadsheet or dataframe writes for a missing value), which no name is."""
@@ -212,7 +210,7 @@ def _check_text(rows, schema: RowSchema, path) -> None:
     for i, row in enumerate(rows, start=1):
         for col in text:
             v = row.get(col)
-            if isinstance(v, str) and v.strip().lower() in _NOT_FINITE:
+            if isinstance(v, str) and reads_not_finite(v):
                 raise FlopcastError(f"{path} row {i}: {col} {v.strip()!r} is not a name (it reads as a number "
                                     f"that is not finite); valid: a name, or a blank cell")
 
