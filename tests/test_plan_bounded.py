@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from flopcast.cost import calibrations
-from flopcast.plan import bounded, capacity, forecast, rows
+from flopcast.plan import bounded, bounds, capacity, forecast, rows
 from flopcast.plan import search as S
 
 CAL = calibrations.training(None)
@@ -116,10 +116,10 @@ def test_plan_equals_the_exhaustive_plan(monkeypatch, model, system, tokens, day
                                                 ("llama2-13b", "trn1.32xlarge", 16), ("gpt-300b", "trn2.48xlarge", 64)])
 def test_cannot_fit_only_where_nothing_fits(model, system, chips):
     m, sy = forecast.resolve_model(model, None), forecast.resolve_system(system)
-    if bounded.cannot_fit(m, sy, chips):
+    if bounds.cannot_fit(m, sy, chips):
         full = S.search(m, sy, chips, CAL, replace(S.SearchSpace(), micro_batch=(1,), cp=(1,)))
         assert full.n_fit == 0 and float(np.min(full.results["memory_bytes"])) > sy.chip.memory
-    assert bounded.cannot_fit(forecast.resolve_model("gpt3-175b", None), forecast.resolve_system("trn2.48xlarge"), 16)
+    assert bounds.cannot_fit(forecast.resolve_model("gpt3-175b", None), forecast.resolve_system("trn2.48xlarge"), 16)
 
 
 @pytest.mark.parametrize("model,system,chips", [("gpt-300b", "trn1.32xlarge", 256),

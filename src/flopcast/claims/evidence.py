@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import catalog
-from ..plan import bounded, forecast
+from ..plan import bounds, forecast
 from ..cost.params import total_params
 from ..model.system import System
 
@@ -75,7 +75,7 @@ class Runs:
         # a calibration file replaces the shipped calibration of its kind (training or serving)
         self.calibration, self.engines = calibrations.pair(calibration)
         self._cache = {}
-        self._tables = {}  # bounded.WorkTable per model, system and calibration, shared by the searches
+        self._tables = {}  # bounds.WorkTable per model, system and calibration, shared by the searches
 
     def model(self, name: str):
         """The catalog model `name`, parsed once per run."""
@@ -113,8 +113,8 @@ class Runs:
 
     def fitting(self, model: str, hardware: str, chips: int, **layout):
         """train()'s forecast where a layout fits on the chips, else None; where the model's states alone exceed
-        the chips' HBM (plan/bounded.cannot_fit) no search runs."""
-        if bounded.cannot_fit(self.model(model), self.system(hardware), chips):
+        the chips' HBM (plan/bounds.cannot_fit) no search runs."""
+        if bounds.cannot_fit(self.model(model), self.system(hardware), chips):
             return None
         r = self.train(model, hardware, chips, **layout)
         return r if r.fits else None

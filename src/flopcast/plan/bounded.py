@@ -29,7 +29,7 @@ from . import results
 from . import search as S
 from . import streamed
 # re-exported: the planner, forecast, claims and validate take the bounds' table and checks from here
-from .bounds import SLACK, WorkTable, cannot_fit, layout_bounds, row_bounds  # noqa: F401
+from .bounds import SLACK, WorkTable, layout_bounds, row_bounds
 
 FIRST_ROWS = 64  # rows expanded in the first round; each later round doubles
 SLICE_LAYOUTS = 1 << 19  # candidates expanded at once (a round's rows a slice at a time)
