@@ -57,3 +57,11 @@ def test_the_cap_makes_the_torchtitan_rows_slower_than_the_same_part_at_700_w():
     chip = catalog.load_chip("h100-sxm-96gb")
     assert dataclasses.replace(chip, power=700.0).clock_fraction() == 1.0
     assert at_500.tokens_per_s_per_chip < 7000  # 6,667 measured (Table 1); 6,951 predicted before the cap was modelled
+
+
+def test_a_power_what_if_of_a_sweep_lowers_the_clock_below_the_rating():
+    from flopcast.sweep.hardware import variant
+    capped = variant("p5.48xlarge", {"power": "500 W"})
+    assert (capped.chip.power, capped.chip.tdp) == (500.0, 700.0)
+    slow, full = (flopcast.train(hardware=h, **TABLE1).step_time_s for h in (capped, "p5.48xlarge"))
+    assert slow > 1.05 * full
