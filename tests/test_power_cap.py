@@ -65,3 +65,9 @@ def test_a_power_what_if_of_a_sweep_lowers_the_clock_below_the_rating():
     assert (capped.chip.power, capped.chip.tdp) == (500.0, 700.0)
     slow, full = (flopcast.train(hardware=h, **TABLE1).step_time_s for h in (capped, "p5.48xlarge"))
     assert slow > 1.05 * full
+
+
+def test_a_forecast_on_a_capped_chip_says_so():
+    notes = flopcast.train(hardware="grand-teton-h100", **TABLE1).notes
+    assert any("500 W power limit of its rated 700 W" in n and "89.4%" in n for n in notes)
+    assert not any("power limit" in n for n in flopcast.train(hardware="p5.48xlarge", **TABLE1).notes)

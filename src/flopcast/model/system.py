@@ -130,6 +130,13 @@ class Chip:
             return 1.0
         return (self.power / self.tdp) ** (1.0 / 3.0)
 
+    def power_notes(self) -> tuple[str, ...]:
+        """A forecast's sentence on the clock a power limit below the rating leaves, or none."""
+        if self.clock_fraction() == 1.0:
+            return ()
+        return (f"{self.id} runs at a {self.power:.0f} W power limit of its rated {self.tdp:.0f} W: its compute-bound "
+                f"kernels at {self.clock_fraction():.1%} of the rated clock (P ~ f V^2 with V ~ f)",)
+
     def mamf_fraction(self, dtype: Dtype) -> float | None:
         """Measured maximum achievable matmul FLOP/s as a fraction of the dense peak, or None."""
         value = self.mamf.get(dtype)
