@@ -71,3 +71,12 @@ def test_a_forecast_on_a_capped_chip_says_so():
     notes = flopcast.train(hardware="grand-teton-h100", **TABLE1).notes
     assert any("500 W power limit of its rated 700 W" in n and "89.4%" in n for n in notes)
     assert not any("power limit" in n for n in flopcast.train(hardware="p5.48xlarge", **TABLE1).notes)
+
+
+def test_serving_prefill_compute_runs_at_the_capped_clock(tmp_path):
+    from flopcast.cost.inference import deployment
+    write(tmp_path / "capped.yaml", "base: h100-sxm\npower: 500 W\n")
+    system = catalog.load_system(write(tmp_path / "s.yaml", "base: p5.48xlarge\nchip: capped.yaml\n"))
+    model = catalog.load_model("llama3-8b")
+    capped, full = (deployment(model, s, tp=1).compute_rate for s in (system, catalog.load_system("p5.48xlarge")))
+    assert capped / full == pytest.approx((5 / 7) ** (1 / 3))
