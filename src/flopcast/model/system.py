@@ -88,6 +88,7 @@ class Chip:
     sram: float | None = None  # bytes
     power: float | None = None  # watts, published
     power_estimate: float | None = None  # watts, a sourced estimate where no power is published
+    tdp: float | None = None  # watts, the rated board power at which peak_flops (and mamf) hold; `power` may be lower
     tile: tuple[int, int] = (128, 128)
     cores: int = 1
     default_system: str = ""
@@ -116,6 +117,18 @@ class Chip:
 
             raise FlopcastError(f"chip {self.id} has no published {dtype.label} peak; choose another --dtype")
         return value
+
+    def clock_fraction(self) -> float:
+        """Fraction of its rated clock the chip sustains in compute-bound kernels under a board power limit
+        (`power`) below its rated power (`tdp`): 1 at or above it. Dynamic CMOS power is P = a C V^2 f, and over
+        the DVFS range the supply voltage scales about linearly with the clock (Sakurai and Newton 1990, the
+        alpha-power law), so P ~ f^3 and f / f_rated = (power / tdp)^(1/3): a dense-GEMM workload draws the rated
+        power at the rated clock (an H100 SXM's large GEMMs run at its 700 W limit). Deviation: static (leakage)
+        power, which does not scale with the clock, is not subtracted (no published figure per part), so this is
+        the smallest clock reduction the cap implies; memory-bound kernels are not slowed (HBM keeps its clock)."""
+        if not (self.power and self.tdp) or self.power >= self.tdp:
+            return 1.0
+        return (self.power / self.tdp) ** (1.0 / 3.0)
 
     def mamf_fraction(self, dtype: Dtype) -> float | None:
         """Measured maximum achievable matmul FLOP/s as a fraction of the dense peak, or None."""

@@ -111,12 +111,12 @@ class Deployment:
 
     @property
     def compute_rate(self) -> float:
-        """FLOP/s the replica's GEMMs reach."""
+        """FLOP/s the replica's GEMMs reach, at the clock the chip sustains under its power limit."""
         chip = self.system.chip
         peak = compute_peak(chip, self.compute_dtype)
         if self.is_cpu:
             return peak / chip.cores * self.threads * self.efficiency.compute * self.gemm_speedup
-        return peak * self.tp * self.efficiency.compute
+        return peak * chip.clock_fraction() * self.tp * self.efficiency.compute
 
     @property
     def memory_rate(self) -> float:
