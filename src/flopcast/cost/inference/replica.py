@@ -14,7 +14,7 @@ from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
 from .. import params as P
-from .cpu import cpu_bandwidth, instance_bandwidth
+from .cpu import REPACKED_GEMM_SPEEDUP, cpu_bandwidth, instance_bandwidth, repacked_gemm
 from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
                       family_efficiency, load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
@@ -42,6 +42,7 @@ class Deployment:
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
     ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
     pp: int = 1  # pipeline stages, each of tp chips holding layers / pp (see `virtual_engines`)
+    gemm_speedup: float = 1.0  # CPUs: the GEMM kernel's rate over the fitted one's (cpu.REPACKED_GEMM_SPEEDUP)
 
     @property
     def chips(self) -> int:
@@ -129,7 +130,7 @@ class Deployment:
         chip = self.system.chip
         peak = compute_peak(chip, self.compute_dtype)
         if self.is_cpu:
-            return peak / chip.cores * self.threads * self.efficiency.compute
+            return peak / chip.cores * self.threads * self.efficiency.compute * self.gemm_speedup
         return peak * chip.clock_fraction() * self.tp * self.efficiency.compute
 
     @property
@@ -197,8 +198,12 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         efficiency, note = family_efficiency(table, family, system.chip, calibration)
         if note:
             notes.append(note)
+    gemm = REPACKED_GEMM_SPEEDUP if repacked_gemm(weights, engine, system) else 1.0
+    if gemm != 1.0:
+        notes.append(f"weights repacked for llama.cpp's aarch64 GEMM kernels: prompt GEMMs {gemm:.2f}x the fitted "
+                     "vec_dot rate (llama.cpp PR 5780, Graviton3, 64 threads)")
     d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
-                   speculation, _ep(model, system, tp, ep), pp)
+                   speculation, _ep(model, system, tp, ep), pp, gemm)
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
