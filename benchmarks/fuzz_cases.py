@@ -20,18 +20,23 @@ VALIDATION = ROOT / "validation"
 
 COUNTS = ["1", "2", "4", "8", "16", "64", "0", "-1", "3", "1e30", "inf", "nan", "x", "", "9223372036854775808",
           "2.5", "65536", "65537", "1e8", "1_000", "-0", "0x10", "1e-300", "+8", " 8", "8 ", "\uff18", "\u0663",
-          "8.0", "1e5", "-1e30", "1e309", "Infinity", "NaN", "0b101", "2**10", "8e0", "1e-5"]
+          "8.0", "1e5", "-1e30", "1e309", "Infinity", "NaN", "0b101", "2**10", "8e0", "1e-5", "1000000", "1048576",
+          "100000000", "100000001", "2147483648", "1e6", "1 k", "8k", "1M", "1,024", "\u00b2", "1e+3", "0008"]
 REALS = ["0", "-1", "1e-308", "1e308", "inf", "-inf", "nan", "0.5", "2", "1e6", "3.7", "x", "", "1", "10", "100",
          "+1", "1e309", "-0.0", "Infinity", " 2 ", "\u0663", "5e-324", "1/2", "1,5"]
 DURATIONS = ["0", "-1s", "1e30", "nan", "inf", "1s", "100ms", "2min", "30d", "abc", "", "5", "1e-9s", "60s", "1h",
              "1e400", "10y", "50ms", "2s", "1e30h", "5 s", "nan s", "infs", "-0s", "1e-300s", "3600000d", "1us",
-             "1e9min", "0.5h", "\u0663s"]
+             "1e9min", "0.5h", "\u0663s", "1 h", "1H", "2 days", "1d 2h", "P1D", "1e-6s", "0.001ms", "100y",
+             "1e4y", "10001y", "600s", "601s", "10s", "10.000001s", "1 week", "1e-320s", "s", "h1"]
 TOKENS = ["inf", "nan", "0", "-5", "1e40", "1T", "300B", "6e12", "chinchilla", "abc", "1e-3", "15T", "", "1e17",
-          "1.1e17", "100B", "1e9", "1e17", "99999999999999999999", "1e-300", "-inf", "1e5T", "0.5", "1P", "2Q"]
+          "1.1e17", "100B", "1e9", "1e17", "99999999999999999999", "1e-300", "-inf", "1e5T", "0.5", "1P", "2Q", "1 T",
+          "1t", "3e9", "1.5T", "1", "2", "1e16", "100000000000000001", "2^40", "1T tokens", "1TB", "1e17 ", "+1T"]
 LENGTHS = ["512", "0", "1", "uniform:1:1e30", "lognormal:100:50", "uniform:5:1", "lognormal:0:1", "inf", "abc",
            "uniform:1:100", "lognormal:200:1", "-3", "1e30", "uniform:1", "lognormal:nan:1", "128", "2048", "134217728",
            "134217729", "uniform:0:0", "lognormal:1e8:10", "200000", "lognormal:100000:1", "uniform:100000:200000",
-           "uniform:nan:5", "lognormal:100:11", "uniform:-5:5", "uniform:1:2:3", ":", "uniform::"]
+           "uniform:nan:5", "lognormal:100:11", "uniform:-5:5", "uniform:1:2:3", ":", "uniform::", "1048576",
+           "1000000", "uniform:1000000:1048576", "lognormal:1000000:0.1", "134217727", "lognormal:1:0",
+           "uniform:1:1", "UNIFORM:1:5", "uniform: 1: 5", "lognormal:100:1e30", "lognormal:1e30:1", "normal:1:1"]
 FLOATS = ["40", "0", "-1", "inf", "nan", "1e308", "1e-308", "x", "1.3", "1", "700", "1e30", ""]
 NAMED = {  # option -> values (valid and hostile); options not named here get a pool from their click type
     "--tokens": TOKENS, "--qps": REALS + ["5", "50", "1e7", "1e8"], "--duration": DURATIONS, "--interval": DURATIONS,
@@ -57,6 +62,13 @@ NAMED = {  # option -> values (valid and hostile); options not named here get a 
     "--address": ["auto", "", "x:1", "127.0.0.1:1", "ray://127.0.0.1:1"], "--engine": ["local", "x", ""],
     "--workers": ["1", "2", "0", "-1", "1000000", "x"], "--port": ["0", "-1", "70000", "x"], "--host": ["127.0.0.1"],
     "--emit": ["megatron", "nemo", "neuron", "maxtext", "x", ""],
+    # serving's newest options: P prefill x D decode replicas, their chips, shared prompt prefixes
+    "--disaggregate": ["1x1", "2x2", "1x3", "0x1", "1x0", "x", "", "2x", "x2", "1x1x1", "1e30x1", "-1x2", "1.5x1",
+                       "9223372036854775808x1", "8x8", "100000x100000", "1X1", " 1x1", "1:1", "1,1", "1000x1000"],
+    "--prefill-tp": COUNTS, "--decode-tp": COUNTS, "--replicas": COUNTS, "--threads": COUNTS, "--batch": COUNTS,
+    "--prefix-tokens": ["0", "1", "128", "1000000", "134217728", "1e30", "-1", "x", "nan", "512", "2048", "1e5"],
+    "--seq-len": COUNTS + ["131072", "134217728", "134217729"], "--spares": COUNTS + ["10000000", "10000001"],
+    "--global-batch": COUNTS + ["1e9", "1000000000", "1e26", "1000000001", "4096", "1536"],
 }
 # options never given: the web server (the ui endpoints are fuzzed in-process instead); `sweep --engine ray` is
 # not drawn either (the engine values above): it starts a cluster of daemons that would outlive a killed run
@@ -174,7 +186,7 @@ def _value(rng, command, option, param, names, folder, made, hostile):
     if option in ("--serve-hardware",):
         return _hardware(rng, names, folder, made)
     if option in ("--chips", "--serve-chips") and rng.random() < 0.6:
-        return rng.choice(["1", "8", "16", "32", "64", "256", "1024", "8192"])
+        return rng.choice(["1", "8", "16", "32", "64", "256", "1024", "8192", "1", "100000", "1000000"])
     if option in ("--input-tokens", "--output-tokens") and command == "infer":
         return _pick(rng, COUNTS + ["128", "2048", "134217728", "134217729"], hostile)
     return _pick(rng, NAMED.get(option) or _pool(param), hostile)
@@ -243,7 +255,13 @@ UI_PARAMS = {"model": lambda rng, n: rng.choice(n.models[:10] + ["x", "", "uploa
              "dtype": lambda rng, n: rng.choice(["bf16", "fp8", "x", ""]),
              "recompute": lambda rng, n: rng.choice(["none", "full", "x"]),
              "micro_batch": lambda rng, n: rng.choice(COUNTS), "global_batch": lambda rng, n: rng.choice(COUNTS),
-             "seq_len": lambda rng, n: rng.choice(COUNTS), "bogus": lambda rng, n: "1"}
+             "seq_len": lambda rng, n: rng.choice(COUNTS), "bogus": lambda rng, n: "1",
+             "dp": lambda rng, n: rng.choice(COUNTS), "cp": lambda rng, n: rng.choice(COUNTS),
+             "ep": lambda rng, n: rng.choice(COUNTS), "vp": lambda rng, n: rng.choice(COUNTS),
+             "sharding": lambda rng, n: rng.choice(["none", "zero1", "zero3", "fsdp", "x", ""]),
+             "schedule": lambda rng, n: rng.choice(["1f1b", "interleaved", "dualpipe", "zb", "x", ""]),
+             "format": lambda rng, n: rng.choice(["json", "csv", "x"])}
+UI_HUGE = ["9" * 30, "9" * 5000, "1e400", "0x10", "  8  ", "\u0663", "8;drop", "<script>", "%00"]
 
 
 def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
@@ -258,6 +276,8 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
             body = rng.choice([{}, {"filename": 5}, [1], {"filename": "a.yaml", "text": "a" * (2 << 20)}])
         return Case("ui", ["POST", path, body], files=1)
     params = {k: UI_PARAMS[k](rng, names) for k in rng.sample(sorted(UI_PARAMS), rng.randint(0, 6))}
+    if params and rng.random() < 0.3:  # huge, odd or injected text in one field
+        params[rng.choice(sorted(params))] = rng.choice(UI_HUGE)
     if path == "/api/compare":
         params["hardware"] = ",".join(rng.sample(names.systems[:40], rng.randint(1, 4)))
     if path == "/api/download":

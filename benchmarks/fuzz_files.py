@@ -14,25 +14,58 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "validation"
 HOSTILE_CELLS = ["", "0", "-1", "1e30", "inf", "nan", "-inf", "2.5", "x", "9223372036854775808", "1e-300", "\ufffd",
-                 "1,000", "1e308", "   ", "NaN", "8", "64", "true", '"', "\x00"]
+                 "1,000", "1e308", "   ", "NaN", "8", "64", "true", '"', "\x00", "1", "1048576", "128 256 512",
+                 "512 128", "0 128", "134217729", " ".join(["128"] * 5000), "1e6", "bf16", "fp8", "50%", "-0"]
 
 
 HOSTILE_VALUES = ["1.0e+308", ".inf", ".nan", "-.inf", "'abc'", "''", "null", "true", "'false'", "'no'", "[1, 2]",
                   "{a: 1}", "0", "-1", "1e-300", "'1e30'", "just a string", "[[[[[[]]]]]]", "9223372036854775808",
                   "1e30", "2.5", "-0", "'yes'", "8", "64", "4096", "{}"]
 QUANTITIES = {
-    "memory": ["96 GiB", "0 GiB", "-5 GiB", "1e-300 B", "1e30 TB", "96 GiB/s", "lots", "1.0e+308"],
-    "memory_bandwidth": ["2.9 TB/s", "1e-300 B/s", "5.8 TB", "0 B/s", "1e30 PB/s", "fast", "nan TB/s", "inf"],
+    "memory": ["96 GiB", "0 GiB", "-5 GiB", "1e-300 B", "1e30 TB", "96 GiB/s", "lots", "1.0e+308", "2 TiB", "3e9",
+               "3e9 B", "96GiB", "96 gib", "1 PB", "1 MiB", "1048575 B", "1e15 B", "1.1e15 B", "96 GB ", "0x10 GiB",
+               "96 GiB GiB", "'96 GiB'", "96 Gib", "96 GiB (HBM3)"],
+    "memory_bandwidth": ["2.9 TB/s", "1e-300 B/s", "5.8 TB", "0 B/s", "1e30 PB/s", "fast", "nan TB/s", "inf",
+                         "1 PB/s", "3e9", "3e9 B/s", "2 TiB/s", "1e16 B/s", "1.1e16 B/s", "1 EB/s", "2.9 tb/s",
+                         "2.9 TBps", "2.9 TB/s/chip", "1 MB/s", "999999 B/s", "2.9 TB / s", "2.9e12"],
     "peak_flops": ["{bf16: 667 TFLOP/s}", "{bf16: 0 TFLOP/s}", "{fp3: 1 PFLOP/s}", "{bf16: 1e30 TFLOP/s}", "5",
                    "{bf16: nan TFLOP/s}", "{cfp8: 2 PFLOP/s}", "{bf16: null}", "{fp8: 1e-300 FLOP/s}"],
-    "power": ["700 W", "-1 W", "1e9 W", "null", "0 W", "nan W"],
+    "power": ["700 W", "-1 W", "1e9 W", "null", "0 W", "nan W", "1 kW", "1e5 W", "1 MW", "0.001 W", "700", "700 J/s"],
+    "clock": ["2.4 GHz", "1 Hz", "1e11 Hz", "1 THz", "2.4", "0 GHz", "2.4 GHz/s"],
+    "sram": ["24 MiB", "1 B", "1e13 B", "0 B", "1 TB", "24"],
     "price_per_hour": ["40 USD/h", "-5 USD/h", "55 USD", "1e30 USD/h", "0 USD/h", "nan USD/h"],
     "tiers": ["[{name: a, size: 8, bandwidth: 450 GB/s, latency: 2 us}]", "[{name: a, size: 0, bandwidth: 1 TB/s}]",
               "[{name: a, size: 8}]", "5", "[{name: a, size: 8, bandwidth: 1 TB/s, latncy: 2 us}]",
               "[{size: 1e30, bandwidth: 1e-300 B/s}]", "[]"],
     "moe": ["{experts: 8, topk: 2, expert_ffn: 14336}", "{experts: 0, topk: 2}", "{experts: 8, topk: 9}",
-            "{experts: 1e30, topk: 1}", "5", "{experts: 8, topk: 2, expert_ffn: -1}"],
-    "mla": ["{kv_lora_rank: 512, q_lora_rank: 1536}", "{kv_lora_rank: 0}", "{kv_lora_rank: 1e30}", "x"],
+            "{experts: 1e30, topk: 1}", "5", "{experts: 8, topk: 2, expert_ffn: -1}",
+            "{experts: 65536, topk: 65536, expert_ffn: 16777216}", "{experts: 1, topk: 1, expert_ffn: 1}",
+            "{experts: 256, topk: 8, expert_ffn: 2048, shared_experts: 65536, shared_ffn: 67108864}",
+            "{experts: 256, topk: 8, expert_ffn: 2048, dense_layers: 10000}",
+            "{experts: 256, topk: 8, expert_ffn: 2048, layer_freq: 10000, capacity_factor: 1e-300}",
+            "{experts: 256, topk: 8, expert_ffn: 2048, groups: 65536, topk_groups: 65536, imbalance: 100}",
+            "{experts: 256, topk: 8, expert_ffn: 2048, groups: 3, topk_groups: 5}"],
+    "mla": ["{kv_lora_rank: 512, q_lora_rank: 1536}", "{kv_lora_rank: 0}", "{kv_lora_rank: 1e30}", "x",
+            "{q_lora_rank: 0, kv_lora_rank: 1048576, qk_nope_head_dim: 1048576, qk_rope_head_dim: 1, v_head_dim: 1}"],
+}
+# valid values at the edges of each field's range (catalog/entries.py): 1 chip, a huge vocabulary, one layer
+EXTREMES = {
+    "model": {"layers": ["1", "10000", "2"], "hidden": ["1", "2", "1048576", "3"], "heads": ["1", "65536", "7"],
+              "kv_heads": ["1", "65536", "3"], "head_dim": ["1", "1048576"], "ffn_hidden": ["1", "16777216"],
+              "vocab": ["1", "16777216", "2"], "seq_len": ["1", "134217728", "1048576"], "mtp_layers": ["64", "0"],
+              "batch_tokens": ["1", "1e12", "1.5"], "published_params": ["1", "1e15"], "sliding_window": ["0", "1",
+              "134217728", "{window: 1, every: 10000}"], "tied_embeddings": ["yes", "no", "on", "off", "True"]},
+    "chip": {"memory": ["1 MiB", "1e15 B", "1 PB"], "memory_bandwidth": ["1 MB/s", "1e16 B/s", "10 PB/s"],
+             "peak_flops": ["{bf16: 1 MFLOP/s}", "{bf16: 1 EFLOP/s}", "{fp8: 1e18 FLOP/s, bf16: 1e6 FLOP/s}"],
+             "power": ["1 mW", "100 kW"], "cores": ["1", "10000000"], "tile": ["[1, 1]", "[65536, 65536]"],
+             "sram": ["1 B", "10 TB"], "clock": ["1 MHz", "100 GHz"]},
+    "system": {"chips_per_node": ["1", "1000000"], "price_per_hour": ["0 USD/h", "1e7 USD/h", "0.0001 USD/h"],
+               "tiers": ["[{name: a, size: 100000000, bandwidth: 1 kB/s, latency: 3600 s}]",
+                         "[{name: a, size: 1, bandwidth: 1e16 B/s, latency: 0 s}]",
+                         "[" + ", ".join(f"{{name: t{i}, size: {2 ** i}, bandwidth: 1 TB/s}}" for i in range(1, 17))
+                         + "]",
+                         "[{name: a, size: 8, topology: torus3d, dims: [2, 2, 2], bandwidth: 1 TB/s}]"],
+               "vcpus": ["0", "1000000"], "memory": ["1 MiB", "1e16 B"]},
 }
 FILE_FIELDS = {
     "model": ["layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp", "moe",
@@ -82,7 +115,9 @@ BASES = {"model": ["llama3-8b", "mixtral-8x7b", "gpt3-175b"], "chip": ["trainium
 def _structural(rng: random.Random, folder: Path, suffix: str) -> Path:
     """A file that attacks the reader rather than a field: bombs, depth, chains, bytes, size, emptiness."""
     path = folder / f"s{rng.randrange(10**6)}{suffix}"
-    pick = rng.randrange(16)
+    pick = rng.randrange(20)
+    if pick >= 16:
+        return _odd_base(rng, folder, path)
     if pick >= 10:
         return _special(rng, folder, path, pick)
     if pick == 0:
@@ -155,11 +190,37 @@ def _special(rng: random.Random, folder: Path, path: Path, pick: int) -> Path:
     return path
 
 
+def _odd_base(rng: random.Random, folder: Path, path: Path) -> Path:
+    """A `base:` that is not a name or a file, points where a reader must not go, or loops through two files;
+    a mapping nested 100,000 deep; a key repeated; anchors shared between fields."""
+    pick = rng.randrange(8)
+    if pick == 0:
+        (folder / "ping.yaml").write_text("base: pong.yaml\nlayers: 4\n")
+        (folder / "pong.yaml").write_text("base: ping.yaml\nhidden: 64\n")
+        return folder / "ping.yaml"
+    text = {1: "base: " + rng.choice(["[llama3-8b, gpt3-175b]", "5", "null", "{a: 1}", "''", "true", ".nan"]) + "\n",
+            2: "base: " + rng.choice(["/dev/zero", "/dev/full", "/etc/passwd", "../../../../etc/hostname", str(folder),
+                                      str(path), "~/x.yaml", "http://example.com/m.yaml"]) + "\n",
+            3: "a: " + "{b: " * 100_000 + "1" + "}" * 100_000 + "\n",
+            4: "base: llama3-8b\nlayers: 4\nlayers: 5\n",
+            5: "base: llama3-8b\nhidden: &h 4096\nffn_hidden: *h\nheads: *h\nkv_heads: *undefined\n",
+            6: "base: llama3-8b\n" + "".join(f"k{i}: {i}\n" for i in range(rng.choice([10, 100_000]))),
+            7: "base: trainium2\npeak_flops: &r {bf16: 667 TFLOP/s}\nmamf: *r\nmemory: !!binary aGVsbG8=\n"}[pick]
+    path.write_text(text)
+    return path
+
+
 def user_file(rng: random.Random, folder: Path, kind: str) -> Path:
     """A model, chip or system file: a few fields with valid and hostile values, or a structural attack."""
     if rng.random() < 0.2:
         return _structural(rng, folder, rng.choice([".yaml", ".yml", ".toml"]))
     lines = [] if rng.random() < 0.1 else [f"base: {rng.choice(BASES[kind])}"]
+    if rng.random() < 0.3:  # valid values at their range's edges, one to three of them
+        edges = EXTREMES[kind]
+        lines += [f"{f}: {rng.choice(edges[f])}" for f in rng.sample(sorted(edges), rng.randint(1, 3))]
+        path = folder / f"{kind}{rng.randrange(10**6)}.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
     fields = _entry_fields()[kind]
     for f in rng.sample(fields, rng.randint(1, 4)):
         if f in NESTED and rng.random() < 0.6:
@@ -234,10 +295,21 @@ def csv_file(rng: random.Random, folder: Path, kind: str) -> Path:
         header = ["arrival_s", "input_tokens", "output_tokens"]
         if rng.random() < 0.15:
             header[rng.randrange(3)] = rng.choice(["arrival", "extra", ""])
-        path.write_text("\n".join([",".join(header)] + [",".join(r) for r in rows]) + "\n")
+        if rng.random() < 0.15:  # shared prefixes (some longer than their prompt)
+            header.append("prefix_tokens")
+            for r in rows:
+                r.append(str(rng.choice([0, 8, 512, 5000])))
+        if rng.random() < 0.15:  # 1M-token prompts, arrivals out of order, quoted or padded cells, CRLF
+            r = rows[rng.randrange(n)]
+            r[rng.randrange(len(r))] = rng.choice(["1048576", "134217728", '"512"', " 512 ", "-0.0", "5e-324",
+                                                   "1e10", "10000000001", "0x10", "1_000"])
+            if n > 2 and rng.random() < 0.5:
+                rows.reverse()
+        path.write_text(rng.choice(["\n", "\r\n"]).join([",".join(header)] + [",".join(r) for r in rows]) + "\n")
         return path
-    source = {"training": rng.choice(["calibration_runs.csv", "more_training_runs.csv", "moe_training_runs.csv"]),
-              "serving": rng.choice(["inference_runs.csv", "more_inference_runs.csv"]),
+    source = {"training": rng.choice(["calibration_runs.csv", "more_training_runs.csv", "moe_training_runs.csv",
+                                      "published_training_runs.csv"]),
+              "serving": rng.choice(["inference_runs.csv", "more_inference_runs.csv", "published_inference_runs.csv"]),
               "memory": "memory_runs.csv"}[kind]
     path.write_text(_csv_text(rng, VALIDATION / source))
     return path

@@ -90,6 +90,21 @@ class FlashKernel(IntEnum):
     TRITON = 1
 
 
+class ContextParallel(IntEnum):
+    """How a framework's context-parallel attention (ring attention, Liu et al. 2023) exchanges K and V."""
+
+    # Megatron-Core / Transformer Engine (AttnFuncWithCPAndKVP2P): the K and V chunks, with the model's key/value
+    # heads, go point to point round the ring, each step's transfer behind the previous chunk's attention
+    RING = 0
+    # PyTorch's experimental context_parallel as torchtitan runs it (torch/distributed/tensor/experimental/
+    # _attention.py, _templated_ring_attention and its backward; torchtitan's default context_parallel_rotate_method
+    # "allgather", config_manager.py at 9dec370): the model repeats K and V to every query head before SDPA
+    # (torchtitan models/llama/model.py repeat_kv), each call all-gathers them once and waits on the gather after
+    # the first of its cp SDPA calls; backward all-gathers them again and, after each of its cp steps, passes the
+    # fp32 dK and dV accumulated so far to the next rank (_AllToAllRotater), the last pass waited on at once
+    ALLGATHER = 1
+
+
 class Dispatcher(IntEnum):
     """How an MoE layer's tokens reach the ranks holding their experts (Megatron-Core --moe-token-dispatcher-type)."""
 
@@ -281,6 +296,8 @@ class Software:
     # the named tensors and the layer's input (the scan carry) and recomputes the rest from them (memory._kept_elems).
     # None: the default of the chip's frameworks (JAX on TPU, default_named_remat)
     named_remat: bool | None = None
+    # how context-parallel attention exchanges K and V (ContextParallel); Megatron-Core's is the p2p ring
+    context_parallel: ContextParallel = ContextParallel.RING
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

@@ -177,7 +177,8 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     mlp_rec = (rc == Recompute.MLP) | (rc == Recompute.QKV_CONTEXT)
     tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec | (rc == Recompute.QKV_CONTEXT), 1.5,
                                                       np.where(mlp_rec | (rc == Recompute.OP), 1.25, 1.0)) * exposed
-    cp_c = _per_layer(kinds, L, "cp_comm")
+    # full recomputation repeats the forward's context-parallel exchange too
+    cp_c = _per_layer(kinds, L, "cp_comm") + np.where(c.full_rec, _per_layer(kinds, L, "cp_fwd"), 0.0)
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
     # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel

@@ -20,6 +20,7 @@ from .. import catalog
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
+    ContextParallel,
     CudaGraphs,
     Dispatcher,
     FlashKernel,
@@ -197,7 +198,8 @@ def software_of(row: dict) -> Software:
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
-        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES)
+        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES,
+                       context_parallel=ContextParallel.ALLGATHER)
     return replace(base, **BLOCK_PREFETCH_ZERO3, named_remat=framework in JAX_FRAMEWORKS) if framework else base
 
 
