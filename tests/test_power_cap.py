@@ -57,3 +57,35 @@ def test_the_cap_makes_the_torchtitan_rows_slower_than_the_same_part_at_700_w():
     chip = catalog.load_chip("h100-sxm-96gb")
     assert dataclasses.replace(chip, power=700.0).clock_fraction() == 1.0
     assert at_500.tokens_per_s_per_chip < 7000  # 6,667 measured (Table 1); 6,951 predicted before the cap was modelled
+
+
+def test_a_power_what_if_of_a_sweep_lowers_the_clock_below_the_rating():
+    from flopcast.sweep.hardware import variant
+    capped = variant("p5.48xlarge", {"power": "500 W"})
+    assert (capped.chip.power, capped.chip.tdp) == (500.0, 700.0)
+    slow, full = (flopcast.train(hardware=h, **TABLE1).step_time_s for h in (capped, "p5.48xlarge"))
+    assert slow > 1.05 * full
+
+
+def test_a_forecast_on_a_capped_chip_says_so():
+    notes = flopcast.train(hardware="grand-teton-h100", **TABLE1).notes
+    assert any("500 W power limit of its rated 700 W" in n and "89.4%" in n for n in notes)
+    assert not any("power limit" in n for n in flopcast.train(hardware="p5.48xlarge", **TABLE1).notes)
+
+
+def test_serving_prefill_compute_runs_at_the_capped_clock(tmp_path):
+    from flopcast.cost.inference import deployment
+    write(tmp_path / "capped.yaml", "base: h100-sxm\npower: 500 W\n")
+    system = catalog.load_system(write(tmp_path / "s.yaml", "base: p5.48xlarge\nchip: capped.yaml\n"))
+    model = catalog.load_model("llama3-8b")
+    capped, full = (deployment(model, s, tp=1).compute_rate for s in (system, catalog.load_system("p5.48xlarge")))
+    assert capped / full == pytest.approx((5 / 7) ** (1 / 3))
+
+
+def test_the_grand_teton_part_is_bound_by_its_dies_measured_matmul_ceiling_counted_once():
+    part, die = catalog.load_chip("h100-sxm-96gb"), catalog.load_chip("h100-sxm")
+    assert part.mamf == die.mamf
+    fam = catalog.calibration().for_chip(part)
+    assert fam.gemm_fp8 == pytest.approx(die.mamf_fraction(Dtype.FP8)) and fam.gemm_fp8 < 0.72  # fitted: 0.734
+    h200 = catalog.load_chip("h200").mamf_fraction(Dtype.FP8)
+    assert catalog.family_mamf("nvidia-hopper", Dtype.FP8) == pytest.approx((die.mamf_fraction(Dtype.FP8) + h200) / 2)

@@ -33,6 +33,12 @@ class Recompute(IntEnum):
     # of the matmuls, of flash attention and of the tensor-parallel reduce-scatters are saved, except every second
     # matmul of the block's forward, which is recomputed with the elementwise kernels and the all-gathers
     OP = 4
+    # the layer input, Q, K, V and the attention output (with flash attention's log-sum-exp) kept, everything else
+    # recomputed: the norms, the output projection and the MLP. MaxText remat_policy custom with decoder_layer_input,
+    # query_proj, key_proj, value_proj and context on 'device' (configs/base.yml; the splash kernel names its
+    # residuals 'context', attention_op.py residual_checkpoint_name), as the tpu-recipes Ironwood Llama 3.1 70B runs
+    # state; a JAX checkpoint policy, taken only where stated
+    QKV_CONTEXT = 5
 
 
 # What a search tries when the recomputation is left blank: OP is one framework's policy, taken only when stated
@@ -124,6 +130,18 @@ def default_cuda_graphs(family: str) -> CudaGraphs:
     """The framework default a run gets when it states no graph capture: compiled (FULL) on TPU and Trainium,
     eager (NONE) on GPUs (Megatron-Core, NeMo, PyTorch FSDP, DeepSpeed default to no CUDA graphs)."""
     return CudaGraphs.FULL if family in COMPILED_FAMILIES else CudaGraphs.NONE
+
+
+def default_named_remat(family: str) -> bool:
+    """Whether a run that names no framework recomputes by a JAX checkpoint policy: on TPUs (JAX: MaxText,
+    AXLearn); elsewhere PyTorch's autograd keeps what each operator's backward reads."""
+    return family == "tpu"
+
+
+def searched_recompute(family: str) -> tuple:
+    """What a search tries when the recomputation is left blank: SEARCHED_RECOMPUTE, and MaxText's qkv_context
+    policy where the chip's frameworks recompute by named checkpoints (default_named_remat: TPUs)."""
+    return SEARCHED_RECOMPUTE + ((Recompute.QKV_CONTEXT,) if default_named_remat(family) else ())
 
 
 def virtual_stages_allowed(schedule, vp, pp):
@@ -272,12 +290,22 @@ class Software:
     loss_bytes_per_logit: float = 4.0
     # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
+    # what MLP recomputation keeps: PyTorch's autograd (Megatron-Core --recompute-modules mlp) keeps every tensor
+    # attention's backward reads, the norms' inputs among them; a JAX checkpoint policy
+    # (jax.checkpoint_policies.save_only_these_names: MaxText's remat_policy, AXLearn's build_remat_spec) keeps only
+    # the named tensors and the layer's input (the scan carry) and recomputes the rest from them (memory._kept_elems).
+    # None: the default of the chip's frameworks (JAX on TPU, default_named_remat)
+    named_remat: bool | None = None
     # how context-parallel attention exchanges K and V (ContextParallel); Megatron-Core's is the p2p ring
     context_parallel: ContextParallel = ContextParallel.RING
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""
         return default_cuda_graphs(family) if self.cuda_graphs is None else self.cuda_graphs
+
+    def named_remat_on(self, family: str) -> bool:
+        """Whether recomputation keeps only named tensors (a JAX checkpoint policy): stated, else the chip's."""
+        return default_named_remat(family) if self.named_remat is None else self.named_remat
 
 
 FP32_COPY_LOSS_BYTES = 12.0

@@ -70,6 +70,8 @@ class Layer:
     # attention's core (its scores are not kept)
     mlp_fwd: np.ndarray
     op_fwd: np.ndarray  # what per-operator (torchtitan op) recomputation repeats: every second GEMM, the elementwise
+    # what Recompute.QKV_CONTEXT repeats: the MLP's forward, the output projection and the layer's elementwise kernels
+    qkv_context_fwd: np.ndarray
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
@@ -120,8 +122,9 @@ def _attention_projections(g: _Gemms, model: Model, x: dict):
     else:
         g.add(T, (model.q_dim + 2 * model.kv_dim) / tp, h)
         d_qk = d_v = model.d_head
+    before = g.fwd
     g.add(T, h, model.attn_out_dim / tp)
-    return d_qk, d_v, up
+    return d_qk, d_v, up, g.fwd - before
 
 
 def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, software: Software):
@@ -301,7 +304,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     fam = cal.for_chip(chip)
     T = x["T"]
     g = _Gemms(gemm_kwargs(chip, fam, x), np.zeros_like(T))
-    d_qk, d_v, up_fwd = _attention_projections(g, model, x)
+    d_qk, d_v, up_fwd, proj_fwd = _attention_projections(g, model, x)
     attn_fwd, attn_flops, attn_bwd_factor = _attention_core(model, chip, fam, x, d_qk, d_v, sliding, software)
     before_mlp = g.fwd
     act_elems = _mlp(g, model, cal, x, moe_layer)
@@ -325,6 +328,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
     op_fwd = _op_recomputed_fwd(g, model, x, moe_layer, elem_fwd)
+    qkv_context = proj_fwd + (g.fwd - before_mlp) + elem_fwd  # the output projection, the MLP's GEMMs, every kernel
     cp_comm, cp_fwd = _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor, d_qk, d_v, software.context_parallel)
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, op_fwd, g.flops + attn_flops, attn_flops,
-                 _tp_comm(model, system, cal, x, moe_layer), cp_comm, cp_fwd, ep_comm)
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, op_fwd, qkv_context, g.flops + attn_flops,
+                 attn_flops, _tp_comm(model, system, cal, x, moe_layer), cp_comm, cp_fwd, ep_comm)

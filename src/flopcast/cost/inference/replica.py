@@ -13,6 +13,7 @@ from ...errors import FlopcastError
 from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
+from .. import params as P
 from .cpu import REPACKED_GEMM_SPEEDUP, cpu_bandwidth, instance_bandwidth, repacked_gemm
 from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
                       family_efficiency, load_inference_calibration)
@@ -99,6 +100,20 @@ class Deployment:
         if m.mla:
             return float(n)
         return n * math.ceil(m.kv_heads / n) / m.kv_heads
+
+    @property
+    def latent_copies_params(self) -> float:
+        """Weights the replica holds and streams beyond one copy of the model: under tensor parallelism each of the
+        kv_replication ranks that keeps the whole MLA latent also keeps the down-projections that make it
+        (params.mla_latent_params), so every layer's are stored and read kv_replication - 1 more times and computed
+        by every rank for every token. DeepSeek-V3 at TP 64 on trn2.48xlarge: 0.92 B weights (1.85 GB in BF16) a rank
+        beside its 1/64 share, 21.2 GiB a rank in all (21.6 with NxD's router, also a plain nn.Linear, in fp32),
+        as the contrib README's "per-rank files (~21.4GB each)"; everything sharded would be 19.5 GiB. The router's
+        copies are not modelled. 0 without MLA."""
+        m = self.model
+        if not m.mla or self.kv_replication <= 1:
+            return 0.0
+        return (self.kv_replication - 1.0) * m.layers * P.mla_latent_params(m)
 
     @property
     def kv_bytes_per_token(self) -> float:
