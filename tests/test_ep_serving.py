@@ -33,7 +33,10 @@ def test_weights_experts_once_the_rest_on_every_chip(v3, h200):
     assert routed == 58 * 256 * 3 * 7168 * 2048
     assert routed_expert_bytes(ep) == routed  # fp8: one byte per weight
     whole = inf.weight_bytes(v3, ep.weights)
-    assert replica_weight_bytes(tp) == whole
+    # under TP each of the 8 ranks also holds MLA's latent down-projections whole (7 copies more than one model)
+    latent = 7168 * 1536 + 1536 + 7168 * (512 + 64) + 512  # q_a_proj, its norm, kv_a_proj_with_mqa, its norm
+    assert P.mla_latent_params(v3) == latent
+    assert replica_weight_bytes(tp) == whole + 7 * 61 * latent
     assert replica_weight_bytes(ep) == pytest.approx(routed + 8 * (whole - routed))
     # each H200 holds 32 experts per layer and a full copy of the rest: under 141 GB
     assert replica_weight_bytes(ep) / 8 < h200.chip.memory

@@ -2,6 +2,7 @@
 measured figures: what the source ran, read from its code or its row, changes the prediction in the stated way."""
 
 import csv
+from dataclasses import replace
 
 import pytest
 
@@ -60,3 +61,62 @@ def test_a_prompt_pads_to_the_context_buckets_the_server_compiled():
 def test_bad_context_buckets_name_what_is_valid(cell):
     with pytest.raises(FlopcastError, match="context_buckets .* is not valid; valid: prompt lengths"):
         vb.context_buckets({"context_buckets": cell})
+
+
+def test_repacked_q4_0_prompts_run_the_aarch64_gemm_kernels():
+    # pg-1 states llama.cpp repacked its Q4_0 weights at load (the CPU_AARCH64 buffer); the interleaved-block GEMM
+    # kernels evaluate prompts 263.05 / 150.64 times the vec_dot kernel the llama.cpp fit rests on (PR 5780)
+    row = _row("pg-1")
+    assert "repack" in row["engine"].lower() and row["weights"] == "q4_0"
+    d, b, i, o, notes = vi.configure(row)
+    plain, _, _, _, _ = vi.configure({**row, "engine": "llama.cpp"})
+    assert d.gemm_speedup == pytest.approx(263.05 / 150.64) and plain.gemm_speedup == 1.0
+    assert any("repacked" in n for n in notes)
+    fast, slow = (float(inf.prefill_time(x, b, i)[0]) for x in (d, plain))
+    assert 1.5 < slow / fast <= 263.05 / 150.64 + 1e-9  # a 14-token prompt of an 8B model is compute-bound
+    # decode streams the weights: the kernel does not change the bandwidth-bound step
+    assert float(inf.decode_time(d, 1, 64)[0]) == pytest.approx(float(inf.decode_time(plain, 1, 64)[0]), rel=0.02)
+    # the interleaved formats as stored, and only on a CPU with the int8 matrix instructions the gain was measured on
+    system, model = catalog.load_system("r8g.16xlarge"), catalog.load_model("llama3-8b")
+    assert inf.deployment(model, system, weights="q4_0_4_8").gemm_speedup > 1.0
+    assert inf.deployment(model, system, weights="q4_0").gemm_speedup == 1.0
+    no_i8mm = replace(system, chip=replace(system.chip, isa=("neon", "dotprod")))  # a Graviton2-like core
+    assert inf.deployment(model, no_i8mm, weights="q4_0_4_8").gemm_speedup == 1.0
+
+
+def test_mla_latent_projections_are_copied_on_every_tensor_parallel_rank():
+    # NxD Inference's DeepSeek-V3 contrib model (neuronx-distributed-inference@4bcdc54, DeepseekV3Attention) makes
+    # q_a_proj and kv_a_proj_with_mqa plain nn.Linear (every rank holds and runs them whole) beside the
+    # ColumnParallel q_b_proj/kv_b_proj and RowParallel o_proj. At TP 64 that is 64 x 61 layers x 15.1 M weights
+    # read by each decode step, 1.85 GB a rank; the row's decode gets slower by those bytes at the replica's rate.
+    row = _row("pd-1")
+    d, b, i, o, _ = vi.configure(row)
+    assert d.shards == 64 and d.kv_replication == 64
+    latent = 7168 * 1536 + 1536 + 7168 * 576 + 512
+    assert d.latent_copies_params == 63 * 61 * latent
+    flat = replace(d, model=replace(d.model, mla=None))  # a model without latents: no copies
+    assert flat.latent_copies_params == 0
+    t, parts = inf.decode_time(d, 1, i + o)
+    one_copy = float(parts["attention/qkv"]) - d.latent_copies_params * 2 / d.memory_rate
+    per_rank = 61 * latent * 2  # bytes each rank streams for its own copy
+    assert per_rank == pytest.approx(1.847e9, rel=1e-3)
+    assert 0 < one_copy < 0.1 * float(parts["attention/qkv"])  # the copies, not the shared weights, dominate
+    # GQA/MHA models shard their projections: nothing is copied
+    llama = inf.deployment(catalog.load_model("llama3-70b"), catalog.load_system("trn2.48xlarge"))
+    assert llama.latent_copies_params == 0
+
+
+def test_the_405b_row_counts_the_tokens_the_server_generated():
+    # The 405B tutorial's llmperf command passes no --tokenizer, so the Neuron llmperf patch counted tokens with its
+    # default hf-internal-testing/llama-tokenizer (Llama-2's) and divided the decode time by 1,785 - 1 of them; the
+    # server generated llmperf's max_tokens, 1,500 Llama-3 tokens (the 70B tutorial, with --tokenizer, counts 1,501).
+    row = _row("pt-2")
+    assert int(row["output_tokens"]) == 1500
+    assert float(row["measured_tpot_ms"]) == pytest.approx(37.929 * 1784 / 1499, abs=0.01)
+    # the published end-to-end and TTFT p50s give the same per-token time
+    assert float(row["measured_tpot_ms"]) == pytest.approx((70.096 - 2.44196) / 1499 * 1e3, rel=2e-3)
+    # the prompt's Llama-3 length is an estimate; 8,400 and the counted 10,000 run the same 10,240-token graph
+    d, b, i, o, _ = vi.configure(row)
+    load, _ = vb.load_of(row, b)
+    ttft = [vb.simulate_row(d, load, b, n, o).ttft_s["p50"] for n in (i, 10000)]
+    assert i == 8400 and ttft[0] == pytest.approx(ttft[1], rel=1e-9)

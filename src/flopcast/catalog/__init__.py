@@ -46,13 +46,16 @@ def calibration_from_dict(d: dict) -> Calibration:
 @functools.cache
 def family_mamf(family: str, dtype: Dtype) -> float | None:
     """Mean measured maximum achievable matmul fraction of peak (chip field `mamf`) over the catalogued chips
-    of a family, or None when none has one."""
-    fractions = []
+    of a family, or None when none has one. A measurement one part lends another of the same die (the same
+    figures, e.g. h100-sxm-96gb's from h100-sxm) counts once."""
+    measured = {}
     for cid, d in raw("chip").items():
         if d.get("family", cid) == family and d.get("mamf"):
-            f = load_chip(cid).mamf_fraction(dtype)
+            chip = load_chip(cid)
+            f = chip.mamf_fraction(dtype)
             if f:
-                fractions.append(f)
+                measured[(chip.mamf.get(dtype), chip.peak_flops.get(dtype))] = f
+    fractions = list(measured.values())
     return sum(fractions) / len(fractions) if fractions else None
 
 

@@ -72,7 +72,7 @@ def _build_chip(name: str) -> Chip:
     return Chip(
         id=cid, name=e.name or cid, kind=kind, family=e.family or cid, peak_flops=e.peak_flops,
         memory=e.memory, memory_bandwidth=e.memory_bandwidth, sram=e.sram, power=e.power,
-        power_estimate=e.power_estimate,
+        power_estimate=e.power_estimate, tdp=e.tdp if e.tdp is not None else e.power,
         tile=tuple(e.tile or (128, 128)), cores=e.cores or 1, default_system=e.default_system or "",
         clock=e.clock, vector_bits=e.vector_bits or 0, simd_units=e.simd_units or 0, isa=e.isa or (),
         memory_channels=e.memory_channels or 0, mamf=e.mamf or {}, sources=_source_map(e), notes=dict(e.notes or {}),

@@ -165,6 +165,8 @@ class ChipEntry(Common):
     sram: quantity("bytes", 1.0, 1e13) | None = None
     power: quantity("power", 1e-3, 1e5) | None = None
     power_estimate: quantity("power", 1e-3, 1e5, doc="a sourced estimate where no power is published") | None = None
+    tdp: quantity("power", 1e-3, 1e5, doc="the rated board power the peaks hold at; a lower `power` limit lowers the "
+                  "sustained clock") | None = None
     tile: Annotated[tuple[count(1, 2**16), count(1, 2**16)], Doc("two integers, e.g. [128, 128]")] | None = None
     cores: count(1, 10**7) | None = None
     default_system: Text | None = None

@@ -210,6 +210,8 @@ def entry(kind: str, name: str, _chain: tuple = ()) -> tuple[str, dict]:
         raise FlopcastError(f"{name}: base: {unknown(kind, base)}")
     parent_id, parent = entry(kind, base, _chain)
     merged = merge(parent, data)
+    if kind == "chip" and "power" in data and "tdp" not in merged and parent.get("power") is not None:
+        merged["tdp"] = parent["power"]  # a file that lowers its base's power sets a limit below the base's rating
     merged.setdefault("source", parent.get("source"))
     if "name" not in data:
         merged["name"] = f"{path.stem} (based on {parent.get('name', parent_id)})"

@@ -35,7 +35,16 @@ def mlp_activation_elems(h, ffn, mlp: Mlp):
     return (3.0 if mlp == Mlp.SWIGLU else 2.0) * ffn
 
 
-def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed: bool = False):
+def _attention_elems(m: Model):
+    """Sharded elements per token of Q, K, V and the attention output (MLA: per head, after the up-projections)."""
+    if not m.mla:
+        return m.q_dim + 2 * m.kv_dim + m.attn_out_dim
+    a = m.mla
+    return m.q_dim + m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) + m.attn_out_dim
+
+
+def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed: bool = False,
+                named_remat: bool = False):
     """(replicated, sharded, replicated FP8-able, sharded FP8-able) elements per token one layer keeps.
 
     Replicated across tp unless sequence parallel: the two norm inputs, the QKV (MLA: latent down-projection)
@@ -50,18 +59,24 @@ def _kept_elems(m: Model, moe_layer: bool, recipe: bool, etp=1.0, mlp_recomputed
     intermediates (split etp ways), so divided by tp like the rest: (etp h + ffn terms) / tp.
     mlp_recomputed: the MLP (MoE: router, routed and shared experts) is recomputed from its input in backward
     (Megatron-Core --recompute-modules mlp / moe), so it keeps none of its intermediates; its input stays (one
-    of the replicated terms), in 16 bits, as the checkpoint's input."""
+    of the replicated terms), in 16 bits, as the checkpoint's input.
+    named_remat (with mlp_recomputed): a JAX checkpoint policy keeps only its named tensors and the layer's input
+    (the scan carry): MaxText's save_dot_with_context_except_mlp (maxtext_utils.py, configs/base.yml) and AXLearn's
+    build_remat_spec save Q, K, V (query_proj, key_proj, value_proj), the attention output (context, with flash
+    attention's log-sum-exp) and the output projection (out_proj); the norms, their outputs (the QKV and MLP inputs)
+    and the residual sum are recomputed from them, and no quantized copy of a GEMM input is kept (the names hold
+    16-bit values). So replicated: the layer input and out_proj; sharded: Q, K, V and the context."""
     h = m.hidden
     rep, rep_fp8 = 4.0 * h, (h if moe_layer else 2.0 * h)
-    attn = m.q_dim + 2 * m.kv_dim + m.attn_out_dim
+    attn = _attention_elems(m)
     if m.mla:
         a = m.mla
         latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
-        k_dim = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
-        attn = m.q_dim + k_dim + m.heads * a.v_head_dim + m.attn_out_dim
         rep, rep_fp8 = rep + 2.0 * latent, rep_fp8 + a.q_lora_rank + a.kv_lora_rank
         if recipe:
             rep, rep_fp8, attn = 2.0 * h + latent, 0.0, m.attn_out_dim
+    if mlp_recomputed and named_remat and not m.mla:
+        return 2.0 * h, attn, 0.0, 0.0
     if mlp_recomputed:
         return rep, attn, rep_fp8 - (0.0 if moe_layer else h), m.attn_out_dim
     if not moe_layer:
@@ -88,13 +103,19 @@ def _op_kept_bytes(m: Model, t, sp):
     return ACT_BYTES * np.where(sp, (rep + shd) / t, rep + shd / t)
 
 
+def _qkv_context_kept_bytes(m: Model, t, sp):
+    """Bytes per token a layer keeps under Recompute.QKV_CONTEXT: its input (replicated, split by tp under sp), Q,
+    K, V and the attention output (sharded), in 16 bits; flash attention's statistics are counted by the caller."""
+    return ACT_BYTES * np.where(sp, (m.hidden + _attention_elems(m)) / t, m.hidden + _attention_elems(m) / t)
+
+
 def deepseek_recipe(m: Model, recompute):
     """Where selective recomputation follows DeepSeek-V3's recipe (MLA models), per layout."""
     return (recompute == Recompute.SELECTIVE) & bool(m.mla)
 
 
 def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool, flash: bool = True, fp8=False,
-                           quantized_bytes=1.0, etp=1.0):
+                           quantized_bytes=1.0, etp=1.0, named_remat: bool = False):
     """Activation bytes one layer keeps for backward, per micro-batch, on one chip.
 
     s is the sequence chunk on this chip (seq / cp), b the micro-batch, t the tp degree.
@@ -109,12 +130,14 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
     keeps attention's activations (but an unfused attention's scores) and the MLP's input only.
     quantized_bytes (array or float): bytes per element of those copies, 1 for FP8/INT8, 0.5625 for NVFP4.
     etp (array or float): the experts' tensor-parallel degree (an MoE layer's routed terms, `_kept_elems`).
+    named_remat: recomputation by a JAX checkpoint policy, which keeps only named tensors (`_kept_elems`).
     """
     h = m.hidden
     mask = 1.0 if m.dropout else 0.0  # one byte per element (Korthikanti: sbh per dropout mask)
 
     def per_token(recipe: bool, mlp_recomputed: bool = False):
-        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, etp, mlp_recomputed)
+        rep, shd, rep_fp8, shd_fp8 = _kept_elems(m, moe_layer, recipe, etp, mlp_recomputed,
+                                                 named_remat and mlp_recomputed)
         replicated_bytes = ACT_BYTES * rep + 2 * mask * h
         sharded_bytes = ACT_BYTES * shd
         if np.any(fp8):  # (skipped when no layout computes in FP8: the search's hot path)
@@ -127,6 +150,8 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         kept = np.where(deepseek_recipe(m, recompute), per_token(True), kept)
     if np.any(recompute == Recompute.MLP):
         kept = np.where(recompute == Recompute.MLP, per_token(False, True), kept)
+    if np.any(recompute == Recompute.QKV_CONTEXT):
+        kept = np.where(recompute == Recompute.QKV_CONTEXT, _qkv_context_kept_bytes(m, t, sp), kept)
     if np.any(recompute == Recompute.OP) and not (m.mla or moe_layer):
         kept = np.where(recompute == Recompute.OP, _op_kept_bytes(m, t, sp), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)

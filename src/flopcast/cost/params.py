@@ -26,6 +26,19 @@ def attention_params(m: Model) -> float:
     return h * (m.q_dim + 2 * m.kv_dim) + m.q_dim * h
 
 
+def mla_latent_params(m: Model) -> float:
+    """Weights of one MLA block's down-projections to the latents every head shares, with their norms: the query
+    latent (h x q_lora_rank; none when queries are projected at full rank) and the compressed KV with the RoPE key
+    (h x (kv_lora_rank + qk_rope_head_dim)). No head split can shard them, so tensor-parallel engines replicate them
+    on every rank (NxD Inference's DeepSeek-V3 contrib model: q_a_proj and kv_a_proj_with_mqa are plain nn.Linear
+    beside ColumnParallel q_b_proj/kv_b_proj; vLLM and SGLang make them ReplicatedLinear). 0 without MLA."""
+    if not m.mla:
+        return 0.0
+    a, h = m.mla, m.hidden
+    r = a.q_lora_rank
+    return (h * r + r if r else 0.0) + h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+
+
 def mlp_params(h: int, ffn: int, mlp: Mlp) -> float:
     """One MLP (or one expert): 2 matrices for GeLU, 3 for SwiGLU."""
     return (3 if mlp == Mlp.SWIGLU else 2) * h * ffn

@@ -21,8 +21,9 @@ SOURCE = "AI-Hypercomputer/maxtext src/maxtext/configs/base.yml"
 # the least recomputation a named policy offers; 'full' keeps only each layer's input)
 # 'save_dot_with_context_except_mlp' keeps attention's matmul outputs and context and recomputes the MLP's
 REMAT = {Recompute.NONE: "minimal_with_context", Recompute.SELECTIVE: "minimal", Recompute.FULL: "full",
-         Recompute.MLP: "save_dot_with_context_except_mlp",
+         Recompute.MLP: "save_dot_with_context_except_mlp", Recompute.QKV_CONTEXT: "custom",
          Recompute.OP: "minimal"}  # OP (torchtitan's per-operator policy) has no MaxText name: emitted as minimal
+QKV_CONTEXT_NAMES = ("decoder_layer_input", "query_proj", "key_proj", "value_proj", "context")
 DTYPE = {Dtype.BF16: ("bfloat16", ""), Dtype.FP8: ("bfloat16", "fp8"), Dtype.INT8: ("bfloat16", "int8"),
          Dtype.FP32: ("float32", ""), Dtype.FP16: ("float16", "")}
 
@@ -138,6 +139,8 @@ def maxtext(model, system, layout, tokens=None) -> Launch:
     settings = {"run_name": f"flopcast-{model.label}", "dataset_type": "synthetic", "steps": iters or 100,
                 "enable_checkpointing": False, **_model(model), **axes, **_batch(model, layout),
                 "remat_policy": REMAT[layout.recompute], "dtype": compute}
+    if layout.recompute == Recompute.QKV_CONTEXT:  # the tensors remat_policy custom keeps on device
+        settings.update({name: "device" for name in QKV_CONTEXT_NAMES})
     if quantization:
         settings["quantization"] = quantization
     if layout.sharding in (Sharding.ZERO1, Sharding.ZERO2):

@@ -67,7 +67,8 @@ def _model(model, layout) -> dict:
            "has_bias": m.mlp != Mlp.SWIGLU, "share_embeddings_and_output_weights": m.tied_embeddings,
            # NxD Training checkpoints full layers or core attention only: MLP recomputation becomes full (holds less)
            "activations_checkpoint_granularity": {Recompute.FULL: "full", Recompute.SELECTIVE: "selective",
-                                                  Recompute.MLP: "full", Recompute.OP: "full"}.get(layout.recompute),
+                                                  Recompute.MLP: "full", Recompute.OP: "full",
+                                                  Recompute.QKV_CONTEXT: "full"}.get(layout.recompute),
            "fusions": {"flash_attention": True}}
     if m.moe:
         out["moe"] = {"num_experts": m.moe.experts, "top_k": m.moe.topk, "frequency": m.moe.layer_freq,

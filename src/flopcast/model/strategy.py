@@ -33,6 +33,12 @@ class Recompute(IntEnum):
     # of the matmuls, of flash attention and of the tensor-parallel reduce-scatters are saved, except every second
     # matmul of the block's forward, which is recomputed with the elementwise kernels and the all-gathers
     OP = 4
+    # the layer input, Q, K, V and the attention output (with flash attention's log-sum-exp) kept, everything else
+    # recomputed: the norms, the output projection and the MLP. MaxText remat_policy custom with decoder_layer_input,
+    # query_proj, key_proj, value_proj and context on 'device' (configs/base.yml; the splash kernel names its
+    # residuals 'context', attention_op.py residual_checkpoint_name), as the tpu-recipes Ironwood Llama 3.1 70B runs
+    # state; a JAX checkpoint policy, taken only where stated
+    QKV_CONTEXT = 5
 
 
 # What a search tries when the recomputation is left blank: OP is one framework's policy, taken only when stated
@@ -84,6 +90,21 @@ class FlashKernel(IntEnum):
     TRITON = 1
 
 
+class ContextParallel(IntEnum):
+    """How a framework's context-parallel attention (ring attention, Liu et al. 2023) exchanges K and V."""
+
+    # Megatron-Core / Transformer Engine (AttnFuncWithCPAndKVP2P): the K and V chunks, with the model's key/value
+    # heads, go point to point round the ring, each step's transfer behind the previous chunk's attention
+    RING = 0
+    # PyTorch's experimental context_parallel as torchtitan runs it (torch/distributed/tensor/experimental/
+    # _attention.py, _templated_ring_attention and its backward; torchtitan's default context_parallel_rotate_method
+    # "allgather", config_manager.py at 9dec370): the model repeats K and V to every query head before SDPA
+    # (torchtitan models/llama/model.py repeat_kv), each call all-gathers them once and waits on the gather after
+    # the first of its cp SDPA calls; backward all-gathers them again and, after each of its cp steps, passes the
+    # fp32 dK and dV accumulated so far to the next rank (_AllToAllRotater), the last pass waited on at once
+    ALLGATHER = 1
+
+
 class Dispatcher(IntEnum):
     """How an MoE layer's tokens reach the ranks holding their experts (Megatron-Core --moe-token-dispatcher-type)."""
 
@@ -109,6 +130,18 @@ def default_cuda_graphs(family: str) -> CudaGraphs:
     """The framework default a run gets when it states no graph capture: compiled (FULL) on TPU and Trainium,
     eager (NONE) on GPUs (Megatron-Core, NeMo, PyTorch FSDP, DeepSpeed default to no CUDA graphs)."""
     return CudaGraphs.FULL if family in COMPILED_FAMILIES else CudaGraphs.NONE
+
+
+def default_named_remat(family: str) -> bool:
+    """Whether a run that names no framework recomputes by a JAX checkpoint policy: on TPUs (JAX: MaxText,
+    AXLearn); elsewhere PyTorch's autograd keeps what each operator's backward reads."""
+    return family == "tpu"
+
+
+def searched_recompute(family: str) -> tuple:
+    """What a search tries when the recomputation is left blank: SEARCHED_RECOMPUTE, and MaxText's qkv_context
+    policy where the chip's frameworks recompute by named checkpoints (default_named_remat: TPUs)."""
+    return SEARCHED_RECOMPUTE + ((Recompute.QKV_CONTEXT,) if default_named_remat(family) else ())
 
 
 def virtual_stages_allowed(schedule, vp, pp):
@@ -257,10 +290,22 @@ class Software:
     loss_bytes_per_logit: float = 4.0
     # the MoE token dispatcher (Dispatcher); Megatron-Core's default is the NCCL all-to-all one
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
+    # what MLP recomputation keeps: PyTorch's autograd (Megatron-Core --recompute-modules mlp) keeps every tensor
+    # attention's backward reads, the norms' inputs among them; a JAX checkpoint policy
+    # (jax.checkpoint_policies.save_only_these_names: MaxText's remat_policy, AXLearn's build_remat_spec) keeps only
+    # the named tensors and the layer's input (the scan carry) and recomputes the rest from them (memory._kept_elems).
+    # None: the default of the chip's frameworks (JAX on TPU, default_named_remat)
+    named_remat: bool | None = None
+    # how context-parallel attention exchanges K and V (ContextParallel); Megatron-Core's is the p2p ring
+    context_parallel: ContextParallel = ContextParallel.RING
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""
         return default_cuda_graphs(family) if self.cuda_graphs is None else self.cuda_graphs
+
+    def named_remat_on(self, family: str) -> bool:
+        """Whether recomputation keeps only named tensors (a JAX checkpoint policy): stated, else the chip's."""
+        return default_named_remat(family) if self.named_remat is None else self.named_remat
 
 
 FP32_COPY_LOSS_BYTES = 12.0

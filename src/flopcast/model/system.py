@@ -88,6 +88,7 @@ class Chip:
     sram: float | None = None  # bytes
     power: float | None = None  # watts, published
     power_estimate: float | None = None  # watts, a sourced estimate where no power is published
+    tdp: float | None = None  # watts, the rated board power at which peak_flops (and mamf) hold; `power` may be lower
     tile: tuple[int, int] = (128, 128)
     cores: int = 1
     default_system: str = ""
@@ -116,6 +117,26 @@ class Chip:
 
             raise FlopcastError(f"chip {self.id} has no published {dtype.label} peak; choose another --dtype")
         return value
+
+    def clock_fraction(self) -> float:
+        """Fraction of its rated clock the chip sustains in compute-bound kernels under a board power limit
+        (`power`) below its rated power (`tdp`): 1 at or above it. Dynamic CMOS power is P = a C V^2 f; with the
+        first-order DVFS assumption that the supply voltage scales with the clock (the alpha-power law's f ~
+        (V - Vt)^a / V, Sakurai and Newton 1990, for a near 2 and V well above threshold), P ~ f^3 and
+        f / f_rated = (power / tdp)^(1/3). Assumption: a dense-GEMM training workload draws the rated power at the
+        clock the peaks and measured ceilings hold at. Deviation: static (leakage) power, which does not scale with
+        the clock, is not subtracted (no published figure per part), so this is the smallest clock reduction the
+        cap implies; memory-bound kernels are not slowed (HBM keeps its clock)."""
+        if not (self.power and self.tdp) or self.power >= self.tdp:
+            return 1.0
+        return (self.power / self.tdp) ** (1.0 / 3.0)
+
+    def power_notes(self) -> tuple[str, ...]:
+        """A forecast's sentence on the clock a power limit below the rating leaves, or none."""
+        if self.clock_fraction() == 1.0:
+            return ()
+        return (f"{self.id} runs at a {self.power:.0f} W power limit of its rated {self.tdp:.0f} W: its compute-bound "
+                f"kernels at {self.clock_fraction():.1%} of the rated clock (P ~ f V^2 with V ~ f)",)
 
     def mamf_fraction(self, dtype: Dtype) -> float | None:
         """Measured maximum achievable matmul FLOP/s as a fraction of the dense peak, or None."""

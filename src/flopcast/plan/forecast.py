@@ -385,7 +385,7 @@ def result_from(model, system, chips, lb: LayoutBatch, res: dict, i: int, cal: C
         model_tflops_per_chip=g("model_flops_per_s_per_chip") * layout.chips / chips / 1e12,
         mfu=g("mfu") * layout.chips / chips, hfu=g("hfu") * layout.chips / chips,
         tokens=tokens, layout_source=layout_source, chosen_fields=tuple(chosen),
-        calibration_basis=cal.basis(system.chip), notes=tuple(notes) + hf.result_notes(model),
+        calibration_basis=cal.basis(system.chip), notes=(*notes, *hf.result_notes(model), *system.chip.power_notes()),
         search_summary=summary or {}, interval=uncertainty.training_interval(cal, system.chip, bool(model.moe)),
     )
 

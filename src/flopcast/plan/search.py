@@ -16,8 +16,8 @@ import numpy as np
 from ..cost.memory import fits as fits_in
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
-from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, SEARCHED_RECOMPUTE, LayoutBatch, Schedule,
-                              Sharding, Software, virtual_stages_allowed)
+from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Schedule, Sharding, Software,
+                              searched_recompute, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
@@ -142,7 +142,7 @@ def _choices(model: Model, system: System, chips: int, space: SearchSpace) -> _C
         micro_batch=space.micro_batch or (1, 2, 4, 8),
         global_batch=gb_c,
         ep=space.ep or ((1,) if not model.moe else tuple(e for e in _pow2_upto(model.moe.experts))),
-        recompute=space.recompute or SEARCHED_RECOMPUTE,
+        recompute=space.recompute or searched_recompute(system.chip.family),
         sharding=space.sharding or tuple(Sharding),
         sequence_parallel=space.sequence_parallel or (1, 0),
         dtype=space.dtype or (Dtype.BF16,),

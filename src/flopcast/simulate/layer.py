@@ -13,9 +13,11 @@ import numpy as np
 from ..cost import comm, compute, memory
 from ..cost.comm import Collective
 from ..model.efficiency import Calibration
-from ..model.strategy import CudaGraphs, Dispatcher, Software
+from ..model.strategy import ContextParallel, CudaGraphs, Dispatcher, Software
 from ..model.system import System
 from ..model.workload import Mlp, Model
+
+FP32_BYTES = 4.0  # the dK and dV context parallelism passes round in fp32 (_cp_options.convert_to_f32)
 
 # Kernels one fused Megatron-style layer launches per micro-batch: ~12 forward, ~24 backward.
 # An assumption (counted from Megatron-Core's layer with fused norms and bias-activation);
@@ -68,10 +70,13 @@ class Layer:
     # attention's core (its scores are not kept)
     mlp_fwd: np.ndarray
     op_fwd: np.ndarray  # what per-operator (torchtitan op) recomputation repeats: every second GEMM, the elementwise
+    # what Recompute.QKV_CONTEXT repeats: the MLP's forward, the output projection and the layer's elementwise kernels
+    qkv_context_fwd: np.ndarray
     flops_fwd: np.ndarray
     attn_flops_fwd: np.ndarray
     tp_comm: np.ndarray
     cp_comm: np.ndarray
+    cp_fwd: np.ndarray  # the forward's share of cp_comm, which full recomputation repeats
     ep_comm: np.ndarray
 
 
@@ -117,8 +122,9 @@ def _attention_projections(g: _Gemms, model: Model, x: dict):
     else:
         g.add(T, (model.q_dim + 2 * model.kv_dim) / tp, h)
         d_qk = d_v = model.d_head
+    before = g.fwd
     g.add(T, h, model.attn_out_dim / tp)
-    return d_qk, d_v, up
+    return d_qk, d_v, up, g.fwd - before
 
 
 def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, software: Software):
@@ -234,13 +240,29 @@ def _tp_comm(model: Model, system: System, cal: Calibration, x: dict, moe_layer:
     return halves * np.where(x["sp"], agrs, ar)
 
 
-def _cp_comm(model: Model, system: System, cal: Calibration, x: dict, attn_fwd, attn_bwd_factor):
-    """Context parallel (ring attention, Liu et al. 2023): K and V chunks go round the ring forward, K, V and
-    their gradients backward; hidden behind the attention compute where it is longer."""
+def _cp_comm(model: Model, system: System, cal: Calibration, x: dict, attn_fwd, attn_bwd_factor, d_qk, d_v,
+             mode: ContextParallel):
+    """(exposed context-parallel time of a forward and backward, of a forward alone) per layer and micro-batch.
+
+    RING (ring attention, Liu et al. 2023; Megatron-Core): K and V chunks go round the ring forward, K, V and
+    their gradients backward, hidden behind the attention compute where it is longer. ALLGATHER (PyTorch's
+    context_parallel, ContextParallel.ALLGATHER): the all-gather of K and V repeated to every query head shows
+    where it outlasts the first of the cp SDPA calls (each 1/cp of the attention); backward gathers again, and of
+    its cp fp32 dK/dV passes to the next rank (tp ranks on) each hides behind the next step but the last."""
     tp, cp = x["tp"], x["cp"]
-    kv_bytes = x["b"] * model.seq_len * 2 * model.kv_dim * memory.ACT_BYTES / tp  # all chunks of K and V
-    ring = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
-    return np.maximum(ring - attn_fwd, 0.0) + np.maximum(2.0 * ring - attn_bwd_factor * attn_fwd, 0.0)
+    if mode == ContextParallel.RING:
+        kv_bytes = x["b"] * model.seq_len * 2 * model.kv_dim * memory.ACT_BYTES / tp  # all chunks of K and V
+        ring = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
+        fwd = np.maximum(ring - attn_fwd, 0.0)
+        return fwd + np.maximum(2.0 * ring - attn_bwd_factor * attn_fwd, 0.0), fwd
+    kv_bytes = x["b"] * model.seq_len * model.heads / tp * (d_qk + d_v) * memory.ACT_BYTES
+    gather = comm.collective_time(Collective.ALL_GATHER, kv_bytes, cp, tp, system, cal)
+    step_fwd = attn_fwd / cp
+    step_bwd = attn_bwd_factor * step_fwd
+    grads = np.where(cp > 1, comm.p2p_time(kv_bytes / cp * FP32_BYTES / memory.ACT_BYTES, tp, system, cal), 0.0)
+    fwd = np.maximum(gather - step_fwd, 0.0)
+    bwd = np.maximum(gather - step_bwd, 0.0) + (cp - 1.0) * np.maximum(grads - step_bwd, 0.0) + grads
+    return fwd + bwd, fwd
 
 
 def _ep_comm(model: Model, system: System, cal: Calibration, x: dict, dispatcher: Dispatcher = Dispatcher.ALLTOALL):
@@ -282,7 +304,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     fam = cal.for_chip(chip)
     T = x["T"]
     g = _Gemms(gemm_kwargs(chip, fam, x), np.zeros_like(T))
-    d_qk, d_v, up_fwd = _attention_projections(g, model, x)
+    d_qk, d_v, up_fwd, proj_fwd = _attention_projections(g, model, x)
     attn_fwd, attn_flops, attn_bwd_factor = _attention_core(model, chip, fam, x, d_qk, d_v, sliding, software)
     before_mlp = g.fwd
     act_elems = _mlp(g, model, cal, x, moe_layer)
@@ -306,6 +328,7 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
     # forward
     selective = up_fwd + elem_fwd if model.mla else attn_fwd
     op_fwd = _op_recomputed_fwd(g, model, x, moe_layer, elem_fwd)
-    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, op_fwd, g.flops + attn_flops, attn_flops,
-                 _tp_comm(model, system, cal, x, moe_layer), _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor),
-                 ep_comm)
+    qkv_context = proj_fwd + (g.fwd - before_mlp) + elem_fwd  # the output projection, the MLP's GEMMs, every kernel
+    cp_comm, cp_fwd = _cp_comm(model, system, cal, x, attn_fwd, attn_bwd_factor, d_qk, d_v, software.context_parallel)
+    return Layer(fwd, bwd, g.wgrad, attn_fwd, selective, mlp_fwd, op_fwd, qkv_context, g.flops + attn_flops,
+                 attn_flops, _tp_comm(model, system, cal, x, moe_layer), cp_comm, cp_fwd, ep_comm)

@@ -19,7 +19,8 @@ GEMM_BYTES = np.array([d.gemm_bytes for d in Dtype])
 def peaks(chip, dtypes: np.ndarray):
     """(nominal GEMM peak, effective GEMM peak, attention/elementwise peak) per layout; NaN where the chip
     lacks the dtype. The effective peak of a 4-bit recipe mixes in BF16 for FP4_BF16_GEMM_SHARE of the
-    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by."""
+    FLOPs (a harmonic mean: time adds up); the nominal peak is what MFU divides by. The effective GEMM and
+    attention peaks run at the clock the chip sustains under its board power limit (Chip.clock_fraction)."""
     table = np.full(len(Dtype), np.nan)
     for d in Dtype:
         try:
@@ -30,4 +31,5 @@ def peaks(chip, dtypes: np.ndarray):
     fp4 = (dtypes == Dtype.NVFP4) | (dtypes == Dtype.MXFP4)
     mixed = 1.0 / ((1.0 - FP4_BF16_GEMM_SHARE) / nominal + FP4_BF16_GEMM_SHARE / table[Dtype.BF16])
     attn = table[np.where(np.isin(dtypes, QUANTIZED_CODES), Dtype.BF16, dtypes)]
-    return nominal, np.where(fp4, mixed, nominal), attn
+    clock = chip.clock_fraction()
+    return nominal, np.where(fp4, mixed, nominal) * clock, attn * clock

@@ -163,20 +163,22 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     and only the excess over that compute is exposed."""
     L, sched = c.model.layers, c.lb.schedule
     exposed = 1.0 - (c.cal.tp_overlap if c.software.tp_comm_overlap else 0.0)
-    fwd, bwd, selective, mlp, op = (_per_layer(kinds, L, a)
-                                    for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd", "op_fwd"))
+    fwd, bwd, selective, mlp, op, qkv_context = (
+        _per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd", "op_fwd", "qkv_context_fwd"))
     rc = c.lb.recompute
-    rec = np.where(c.full_rec, fwd, np.where(rc == Recompute.SELECTIVE, selective, np.where(
-        rc == Recompute.MLP, mlp, np.where(rc == Recompute.OP, op, 0.0))))
+    rec = np.select([c.full_rec, rc == Recompute.SELECTIVE, rc == Recompute.MLP, rc == Recompute.OP,
+                     rc == Recompute.QKV_CONTEXT], [fwd, selective, mlp, op, qkv_context], 0.0)
     # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
     # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
     # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation; per-operator
     # recomputation saves the reduce-scatters' outputs but not the all-gathers' (torchtitan _save_list), so the two
-    # forward all-gathers run again
-    mlp_rec = rc == Recompute.MLP
-    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec, 1.5, np.where(mlp_rec | (rc == Recompute.OP), 1.25,
-                                                                                  1.0)) * exposed
-    cp_c = _per_layer(kinds, L, "cp_comm")
+    # forward all-gathers run again; recomputing the output projection and the MLP (QKV_CONTEXT) repeats both forward
+    # collectives, as full recomputation does
+    mlp_rec = (rc == Recompute.MLP) | (rc == Recompute.QKV_CONTEXT)
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec | (rc == Recompute.QKV_CONTEXT), 1.5,
+                                                      np.where(mlp_rec | (rc == Recompute.OP), 1.25, 1.0)) * exposed
+    # full recomputation repeats the forward's context-parallel exchange too
+    cp_c = _per_layer(kinds, L, "cp_comm") + np.where(c.full_rec, _per_layer(kinds, L, "cp_fwd"), 0.0)
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
     # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel
@@ -364,7 +366,8 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
         return sum(n * memory.layer_activation_bytes(model, model.seq_len / c.f["cp"], c.f["micro_batch"], tp,
                                                      sp=c.x["sp"], recompute=rc, moe_layer=is_moe, etp=c.f["etp"],
                                                      flash=c.software.flash_attention, fp8=fp8,
-                                                     quantized_bytes=c.x["operand_bytes"])
+                                                     quantized_bytes=c.x["operand_bytes"],
+                                                     named_remat=c.software.named_remat_on(c.system.chip.family))
                    for n, is_moe, _ in kinds) / L
     act_layer, act_full_layer = act(lb.recompute), act(Recompute.NONE)
     inflight = memory.inflight_factor(c.f["pp"], c.v, c.m, lb.schedule)

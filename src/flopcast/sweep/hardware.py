@@ -38,7 +38,8 @@ class Knob:
 KNOBS = {k.key: k for k in (
     Knob("memory_bandwidth", "chip", "bandwidth", "B/s", "the chip's HBM bandwidth"),
     Knob("memory", "chip", "bytes", "B", "the chip's HBM capacity"),
-    Knob("power", "chip", "power", "W", "the chip's power (energy = power x chips x time)"),
+    Knob("power", "chip", "power", "W", "the chip's power limit (energy = power x chips x time; below its "
+                                        "rated tdp the compute-bound kernels run at a lower clock)"),
     *(Knob(f"peak_flops.{d.label}", "chip", "flop_rate", "FLOP/s",
            f"the chip's dense {d.label} peak; its measured matmul ceiling (mamf) scales with it")
       for d in Dtype),

@@ -20,6 +20,7 @@ from .. import catalog
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
 from ..model.strategy import (
+    ContextParallel,
     CudaGraphs,
     Dispatcher,
     FlashKernel,
@@ -128,6 +129,7 @@ def source_date(row: dict) -> dt.date | None:
 _FRAMEWORK = re.compile(r"\b(deepspeed|fsdp|torchtitan|maxtext|axlearn|megatron|nemo|neuron)", re.IGNORECASE)
 DEEPSPEED_ZERO3 = dict(zero3_gathers_per_layer=ERA_2021_SOFTWARE.zero3_gathers_per_layer,
                        zero3_prefetch_params=ERA_2021_SOFTWARE.zero3_prefetch_params)
+JAX_FRAMEWORKS = ("maxtext", "axlearn")  # recompute by a checkpoint policy's names (Software.named_remat)
 BLOCK_PREFETCH_ZERO3 = dict(zero3_gathers_per_layer=MODERN_SOFTWARE.zero3_gathers_per_layer,
                             zero3_prefetch_params=MODERN_SOFTWARE.zero3_prefetch_params)
 
@@ -196,8 +198,9 @@ def software_of(row: dict) -> Software:
     if framework == "deepspeed":
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
-        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES)
-    return replace(base, **BLOCK_PREFETCH_ZERO3) if framework else base
+        return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES,
+                       context_parallel=ContextParallel.ALLGATHER)
+    return replace(base, **BLOCK_PREFETCH_ZERO3, named_remat=framework in JAX_FRAMEWORKS) if framework else base
 
 
 @dataclass(frozen=True)

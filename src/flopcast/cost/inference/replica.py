@@ -13,7 +13,8 @@ from ...errors import FlopcastError
 from ...model import hf
 from ...model.system import Dtype, System
 from ...model.workload import Model
-from .cpu import cpu_bandwidth, instance_bandwidth
+from .. import params as P
+from .cpu import REPACKED_GEMM_SPEEDUP, cpu_bandwidth, instance_bandwidth, repacked_gemm
 from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
                       family_efficiency, load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
@@ -41,6 +42,7 @@ class Deployment:
     speculation: object = None  # speculation.Speculation, or None: one token per sequence per decode step
     ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
     pp: int = 1  # pipeline stages, each of tp chips holding layers / pp (see `virtual_engines`)
+    gemm_speedup: float = 1.0  # CPUs: the GEMM kernel's rate over the fitted one's (cpu.REPACKED_GEMM_SPEEDUP)
 
     @property
     def chips(self) -> int:
@@ -100,6 +102,20 @@ class Deployment:
         return n * math.ceil(m.kv_heads / n) / m.kv_heads
 
     @property
+    def latent_copies_params(self) -> float:
+        """Weights the replica holds and streams beyond one copy of the model: under tensor parallelism each of the
+        kv_replication ranks that keeps the whole MLA latent also keeps the down-projections that make it
+        (params.mla_latent_params), so every layer's are stored and read kv_replication - 1 more times and computed
+        by every rank for every token. DeepSeek-V3 at TP 64 on trn2.48xlarge: 0.92 B weights (1.85 GB in BF16) a rank
+        beside its 1/64 share, 21.2 GiB a rank in all (21.6 with NxD's router, also a plain nn.Linear, in fp32),
+        as the contrib README's "per-rank files (~21.4GB each)"; everything sharded would be 19.5 GiB. The router's
+        copies are not modelled. 0 without MLA."""
+        m = self.model
+        if not m.mla or self.kv_replication <= 1:
+            return 0.0
+        return (self.kv_replication - 1.0) * m.layers * P.mla_latent_params(m)
+
+    @property
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes one token adds to this replica (replication included)."""
         return kv_bytes_per_token(self.model, self.kv_bytes) * self.kv_replication
@@ -110,12 +126,12 @@ class Deployment:
 
     @property
     def compute_rate(self) -> float:
-        """FLOP/s the replica's GEMMs reach."""
+        """FLOP/s the replica's GEMMs reach, at the clock the chip sustains under its power limit."""
         chip = self.system.chip
         peak = compute_peak(chip, self.compute_dtype)
         if self.is_cpu:
-            return peak / chip.cores * self.threads * self.efficiency.compute
-        return peak * self.tp * self.efficiency.compute
+            return peak / chip.cores * self.threads * self.efficiency.compute * self.gemm_speedup
+        return peak * chip.clock_fraction() * self.tp * self.efficiency.compute
 
     @property
     def memory_rate(self) -> float:
@@ -182,8 +198,12 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         efficiency, note = family_efficiency(table, family, system.chip, calibration)
         if note:
             notes.append(note)
+    gemm = REPACKED_GEMM_SPEEDUP if repacked_gemm(weights, engine, system) else 1.0
+    if gemm != 1.0:
+        notes.append(f"weights repacked for llama.cpp's aarch64 GEMM kernels: prompt GEMMs {gemm:.2f}x the fitted "
+                     "vec_dot rate (llama.cpp PR 5780, Graviton3, 64 threads)")
     d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
-                   speculation, _ep(model, system, tp, ep), pp)
+                   speculation, _ep(model, system, tp, ep), pp, gemm)
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "
