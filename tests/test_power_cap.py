@@ -80,3 +80,12 @@ def test_serving_prefill_compute_runs_at_the_capped_clock(tmp_path):
     model = catalog.load_model("llama3-8b")
     capped, full = (deployment(model, s, tp=1).compute_rate for s in (system, catalog.load_system("p5.48xlarge")))
     assert capped / full == pytest.approx((5 / 7) ** (1 / 3))
+
+
+def test_the_grand_teton_part_is_bound_by_its_dies_measured_matmul_ceiling_counted_once():
+    part, die = catalog.load_chip("h100-sxm-96gb"), catalog.load_chip("h100-sxm")
+    assert part.mamf == die.mamf
+    fam = catalog.calibration().for_chip(part)
+    assert fam.gemm_fp8 == pytest.approx(die.mamf_fraction(Dtype.FP8)) and fam.gemm_fp8 < 0.72  # fitted: 0.734
+    h200 = catalog.load_chip("h200").mamf_fraction(Dtype.FP8)
+    assert catalog.family_mamf("nvidia-hopper", Dtype.FP8) == pytest.approx((die.mamf_fraction(Dtype.FP8) + h200) / 2)

@@ -104,3 +104,19 @@ def test_mla_latent_projections_are_copied_on_every_tensor_parallel_rank():
     # GQA/MHA models shard their projections: nothing is copied
     llama = inf.deployment(catalog.load_model("llama3-70b"), catalog.load_system("trn2.48xlarge"))
     assert llama.latent_copies_params == 0
+
+
+def test_the_405b_row_counts_the_tokens_the_server_generated():
+    # The 405B tutorial's llmperf command passes no --tokenizer, so the Neuron llmperf patch counted tokens with its
+    # default hf-internal-testing/llama-tokenizer (Llama-2's) and divided the decode time by 1,785 - 1 of them; the
+    # server generated llmperf's max_tokens, 1,500 Llama-3 tokens (the 70B tutorial, with --tokenizer, counts 1,501).
+    row = _row("pt-2")
+    assert int(row["output_tokens"]) == 1500
+    assert float(row["measured_tpot_ms"]) == pytest.approx(37.929 * 1784 / 1499, abs=0.01)
+    # the published end-to-end and TTFT p50s give the same per-token time
+    assert float(row["measured_tpot_ms"]) == pytest.approx((70.096 - 2.44196) / 1499 * 1e3, rel=2e-3)
+    # the prompt's Llama-3 length is an estimate; 8,400 and the counted 10,000 run the same 10,240-token graph
+    d, b, i, o, _ = vi.configure(row)
+    load, _ = vb.load_of(row, b)
+    ttft = [vb.simulate_row(d, load, b, n, o).ttft_s["p50"] for n in (i, 10000)]
+    assert i == 8400 and ttft[0] == pytest.approx(ttft[1], rel=1e-9)
