@@ -220,6 +220,29 @@ def figures(result: S.ServingResult, load: BenchmarkLoad, input_tokens: int) -> 
     }
 
 
+def static_batch(d, row, batch: int, input_tokens: int, output_tokens: int) -> tuple[dict, str] | None:
+    """(figures, note) of one static batch on a static-shape engine whose compiled shapes the row states
+    (`context_buckets` with `max_seq_len`), else None (the roofline's batch of fixed shape, cost/inference).
+
+    Each prompt is padded to the smallest bucket that holds it and encoded alone, one after another (a compiled
+    context-encoding graph takes one prompt, as the simulation's schedulers run it; optimum-neuron compiles it
+    for one under continuous batching, backend/config.py ctx_batch_size), so the batch's first tokens come after
+    `batch` passes; then every decode step reads the compiled `max_seq_len` KV positions of each sequence."""
+    from ..cost import inference as inf
+
+    buckets, seq = context_buckets(row), _number(row, "max_seq_len") or 0
+    if not (buckets and seq) or d.family not in inf.STATIC_SHAPE_FAMILIES:
+        return None
+    bucket = next((b for b in buckets if b >= input_tokens), input_tokens)
+    ttft = batch * (float(inf.prefill_time(d, 1, bucket)[0]) + d.efficiency.request_overhead_s)
+    tpot = float(inf.decode_time(d, batch, max(seq, input_tokens + output_tokens))[0])
+    figures = {"decode_tokens_per_s_per_stream": 1.0 / tpot, "output_tokens_per_s_total": batch / tpot,
+               "tpot_ms": tpot * 1e3, "ttft_ms": ttft * 1e3,
+               "prefill_tokens_per_s": batch * max(input_tokens, 1) / ttft}
+    return figures, (f"static batch on compiled shapes: {batch} prompts padded to the {bucket}-token context-encoding "
+                     f"graph, encoded one per pass; decode reads {seq} KV positions per sequence")
+
+
 def describe(load: BenchmarkLoad) -> str:
     """One line for a row's assumptions: the load simulated."""
     what = {Load.SYNCHRONOUS: "1 closed-loop client", Load.THROUGHPUT: f"{load.clients} closed-loop clients",

@@ -179,6 +179,9 @@ def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
     if load is not None:
         result = benchmark.simulate_row(d, load, b, i, o)
         return benchmark.figures(result, load, i), assumed + notes + [benchmark.describe(load)], d
+    static = benchmark.static_batch(d, row, b, i, o)
+    if static is not None:
+        return static[0], assumed + [static[1]], d
     r = inf.predict(d, b, i, o)
     figures = {
         "decode_tokens_per_s_per_stream": r.decode_tokens_per_s_per_stream,

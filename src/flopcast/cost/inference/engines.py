@@ -39,7 +39,7 @@ class EngineEfficiency:
 HARDWARE = ("compute", "memory")  # a family's hardware fractions; every other fitted number is software
 
 
-ENGINE_FAMILIES = ("llama.cpp", "neuronx", "neuronx-v3", "gpu")
+ENGINE_FAMILIES = ("llama.cpp", "neuronx", "transformers-neuronx", "neuronx-v3", "gpu")
 # Priors (the fit is regularised towards them; used alone for a family with no rows):
 # llama.cpp: decode reaches ~80% of STREAM bandwidth at full socket (Arm/llama.cpp
 # Graviton guides); a 256-bit SVE/NEON dot-product loop consumes ~6 4-bit weights per cycle
@@ -56,36 +56,46 @@ NEURON_DMA_ENGINE_BYTES_PER_S = 27.2e9  # per DMA engine, NeuronCore-v2 and -v3 
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
     "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
+    "transformers-neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
     "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
 
 
 def engine_family(engine: str | None, system: System) -> str:
-    """The engine family whose calibration applies, chosen by the hardware the engine runs on.
+    """The engine family whose calibration applies, chosen by the hardware the engine runs on and, on
+    NeuronCore-v2, by the software stack.
 
-    The calibration rows hold one engine family per kind of hardware (llama.cpp on CPUs,
-    transformers-neuronx on Neuron chips, TGI/vLLM on GPUs), so the hardware decides;
-    `engine` (the serving software's name) is kept only for the assumptions printed."""
+    llama.cpp on CPUs, TGI/vLLM on GPUs, one family per NeuronCore generation, except that on NeuronCore-v2
+    (Inferentia2, Trainium1) an engine naming transformers-neuronx (the AWS Neuron performance tables, DJL's
+    LMI) is its own family: it compiles its own HLO graphs, bucketed by context length (its `n_positions` and
+    `context_length_estimate` arguments), while
+    optimum-neuron (its vLLM plugin, TGI's Neuron image, NeuronModelForCausalLM) runs NxD Inference-style
+    graphs of one fixed shape (optimum/neuron/models/inference/backend/config.py: enable_bucketing False);
+    on the same Inferentia2 and Llama-3-70B, transformers-neuronx encodes 2,048 tokens in 0.75 s and
+    optimum-neuron's padded 4,096 in 1.1 s (validation/README.md). A blank or other engine is optimum-neuron's,
+    the stack served today."""
     if system.chip.kind == "cpu":
         return "llama.cpp"
     if system.chip.family in ("trainium", "inferentia"):
-        return "neuronx-v3" if system.chip.id in NEURON_CORE_V3 else "neuronx"
+        if system.chip.id in NEURON_CORE_V3:
+            return "neuronx-v3"
+        return "transformers-neuronx" if "transformers-neuronx" in (engine or "").lower() else "neuronx"
     return "gpu"
 
 
 # chips of NeuronCore-v3 (Neuron docs, "Trainium2 Architecture"; Trainium3 keeps the generation's compiler and
 # kernels): their engines are their own family; Inferentia2 and Trainium1 are NeuronCore-v2 ("neuronx")
 NEURON_CORE_V3 = ("trainium2", "trainium3")
-STATIC_SHAPE_FAMILIES = ("neuronx", "neuronx-v3")
+STATIC_SHAPE_FAMILIES = ("neuronx", "transformers-neuronx", "neuronx-v3")
 
 
-ACCELERATOR_FAMILIES = ("neuronx", "neuronx-v3", "gpu")
+ACCELERATOR_FAMILIES = ("neuronx", "transformers-neuronx", "neuronx-v3", "gpu")
 
 
 # engines of the same kind share their software (per-layer and per-request costs, kernels): Neuron's static-shape
 # engines, the GPU engines, the CPU engine
-KIND = {"neuronx": "neuron", "neuronx-v3": "neuron", "gpu": "gpu", "llama.cpp": "cpu"}
+KIND = {"neuronx": "neuron", "transformers-neuronx": "neuron", "neuronx-v3": "neuron", "gpu": "gpu", "llama.cpp": "cpu"}
 
 
 def hardware_fractions(chip, calibration) -> tuple[float, float]:
