@@ -298,6 +298,10 @@ class Software:
     named_remat: bool | None = None
     # how context-parallel attention exchanges K and V (ContextParallel); Megatron-Core's is the p2p ring
     context_parallel: ContextParallel = ContextParallel.RING
+    # whether FP8 GEMM operands are cast by separate memory-bound kernels (flopcast.cost.compute.fp8_cast_bytes):
+    # torchao's Float8Linear (torchtitan's float8 converter) scales input, weight and grad_output dynamically per
+    # tensor, an amax pass and a cast pass each; Transformer Engine fuses the casts into the kernel before the GEMM
+    fp8_cast_passes: bool = False
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

@@ -199,7 +199,7 @@ def software_of(row: dict) -> Software:
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
         return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES,
-                       context_parallel=ContextParallel.ALLGATHER)
+                       context_parallel=ContextParallel.ALLGATHER, fp8_cast_passes=True)
     return replace(base, **BLOCK_PREFETCH_ZERO3, named_remat=framework in JAX_FRAMEWORKS) if framework else base
 
 
