@@ -324,9 +324,11 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
         fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
     if software.fp8_cast_passes:  # torchao float8's cast kernels (compute.fp8_cast_bytes), full recomputation repeats
+        # under FSDP2's float8 all-gather each rank casts only its shard of the weights (x["fsdp"] of them)
+        weight_cast_share = x["fsdp"] if software.fp8_allgather else 1.0
         cast_fwd, cast_bwd = (np.where(x["fp8"], compute.memory_time(b, bandwidth=chip.memory_bandwidth,
                                                                      memory_efficiency=fam.memory), 0.0)
-                              for b in compute.fp8_cast_bytes(*g.elems))
+                              for b in compute.fp8_cast_bytes(*g.elems[:2], g.elems[2] / weight_cast_share))
         fwd, bwd = fwd + cast_fwd, bwd + cast_bwd
     ep_comm = _ep_comm(model, system, cal, x, software.dispatcher) if moe_layer else np.zeros_like(T)
     # selective recomputation repeats the core attention (Korthikanti et al. 2022 sec. 4.2); for an MLA model

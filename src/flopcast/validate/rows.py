@@ -147,7 +147,7 @@ TRAINING = RowSchema("the training schema", {
     **{d: _cli(d) for d in ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch")},
     "global_batch": _cli("global_batch", required=True), "dtype": REQUIRED_TEXT, "recompute": TEXT,
     "sharding": TEXT, "schedule": TEXT, "framework": TEXT, "cuda_graphs": TEXT,
-    "attention": TEXT, "tp_comm_overlap": TEXT, "dispatcher": TEXT,
+    "attention": TEXT, "tp_comm_overlap": TEXT, "fp8_allgather": TEXT, "dispatcher": TEXT,
     measured.TOKENS: real(1e9), measured.STEP_TIME: real(1e7), measured.SEQUENCES: real(1e9),
     measured.TFLOPS: real(1e6), measured.MFU: real(100, percent=True), measured.TIME_TO_TRAIN: real(1e10),
     measured.CONVENTION: TEXT, measured.TRAIN_TOKENS: real(LIMITS["tokens"].high),

@@ -281,6 +281,11 @@ def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
         raise FlopcastError(f"tp_comm_overlap {row['tp_comm_overlap'].strip()!r} is not one of yes, no (or blank)")
     if overlap:
         software = replace(software, tp_comm_overlap=overlap == "yes")
+    gather = (row.get("fp8_allgather") or "").strip().lower()
+    if gather not in ("", "yes", "no"):
+        raise FlopcastError(f"fp8_allgather {row['fp8_allgather'].strip()!r} is not one of yes, no (or blank)")
+    if gather:
+        software = replace(software, fp8_allgather=gather == "yes")
     return software, assumed
 
 
