@@ -235,6 +235,11 @@ def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
         chosen.add("--quick") if rng.random() < 0.9 else None
     if command == "serve" and not chosen & {"--requests", "--duration", "--trace"}:
         argv += ["--requests", rng.choice(["20", "50", "200"])]  # the default (a few thousand) is a slow example
+    # what a run needs to get past its first refusal: serve a rate (or a trace, or --find-capacity), plan one goal
+    if command == "serve" and not chosen & {"--qps", "--trace", "--find-capacity"} and rng.random() < 0.85:
+        argv += ["--qps", rng.choice(["0.5", "5", "50", "500", "1e-6", "1e4"])]
+    if command == "plan" and not chosen & {"--deadline", "--budget", "--pareto"} and rng.random() < 0.85:
+        chosen.add(rng.choice(["--deadline", "--budget", "--pareto"]))
     for flag in sorted(chosen):
         p = by_flag[flag]
         if p.is_flag:

@@ -89,3 +89,29 @@ def test_write_intervals_to_what_is_not_an_intervals_file_is_one_sentence(tmp_pa
     assert main(["validate", "validation/memory_runs.csv", "--cross-validate", "--write-intervals", path]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "write-intervals" in err and "not an intervals file" in err, err
+
+
+@pytest.mark.parametrize("repeat", ["same run_id", "over the cap"])
+def test_a_serving_fit_reads_each_run_once_and_a_bounded_number_of_rows(tmp_path, capsys, repeat):
+    """`calibrate` on 161 serving rows, copies of three runs, took 44-54 s of CPU (fuzz seed 401, case 351): each
+    evaluation of the fit simulates every row, and a repeated run_id silently replaced the earlier figure."""
+    import csv
+
+    from flopcast.validate.rows import MAX_SERVING_FIT_ROWS
+
+    with open("validation/inference_runs.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        header, first = reader.fieldnames, next(reader)
+    n = 2 if repeat == "same run_id" else MAX_SERVING_FIT_ROWS + 1
+    rows = [{**first, "run_id": first["run_id"] if repeat == "same run_id" else f"r{i}"} for i in range(n)]
+    path = tmp_path / "serving.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, header)
+        w.writeheader()
+        w.writerows(rows)
+    assert main(["calibrate", str(path), "--out", str(tmp_path / "cal.yaml")]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]  # after the progress line
+    assert len(err) == 1, err
+    err = err[0]
+    assert ("repeats row 1" in err) if repeat == "same run_id" else (f"at most {MAX_SERVING_FIT_ROWS}" in err), err
+    assert not (tmp_path / "cal.yaml").exists()

@@ -34,7 +34,8 @@ def test_a_run_stops_when_its_budget_is_spent_and_charges_what_it_did(h100):
     reqs = S.poisson_requests(8.0, np.random.default_rng(0), n=2000, input_tokens="512", output_tokens="256")
     free = S.WorkBudget(1e12)
     whole = S.simulate(h100, reqs, S.ServingConfig(), budget=free)
-    assert free.spent == whole.iterations + S.REQUEST_WORK * 2000 and not free.cut
+    assert not free.cut  # an iteration is a step run ahead (STEP_WORK) or an event (EVENT_WORK); a request REQUEST_WORK
+    assert whole.iterations * S.STEP_WORK < free.spent - S.REQUEST_WORK * 2000 < whole.iterations * S.EVENT_WORK
     small = S.WorkBudget(free.spent / 4)
     with pytest.raises(S.BudgetSpent):
         S.simulate(h100, reqs, S.ServingConfig(), budget=small)
@@ -74,3 +75,37 @@ def test_deploy_shortens_the_first_runs_rather_than_simulate_nothing():
     assert o.best is not None and len(o.simulated) == 1
     assert "with runs of at most" in o.budget_note
     assert o.best.result.requests <= int(o.budget_note.split("at most ")[1].split(" ")[0].replace(",", ""))
+
+
+def test_long_outputs_past_the_budget_are_ranked_on_the_roofline():
+    """200,000-token answers: a capacity run spans 8 SLO horizons (~22 hours of arrivals) stepped every ~20 ms; no
+    candidate's first runs fit a small budget, so none is started and they are listed cheapest bound first."""
+    m, s = catalog.load_model("llama3-8b"), catalog.load_system("p5.48xlarge")
+    budget = S.WorkBudget(200_000)
+    o = D.deploy(m, s, S.ServingConfig(slo_ttft_s=2.0, slo_tpot_s=0.05), output_tokens="200000", weights=("fp8",),
+                 kv_dtypes=("fp8",), max_seqs=(256,), disaggregate=False, budget=budget)
+    assert o.best is None and not o.simulated and o.unsimulated and "ranked on the roofline" in o.reason
+    costs = [cost for _, cost in o.unsimulated]
+    assert costs == sorted(costs)
+    ranked = o.unsimulated_dicts()
+    assert ranked[0]["roofline_bound_qps"] == o.unsimulated[0][0].bound_qps
+    assert budget.spent <= budget.total  # nothing was started past what it could pay for
+
+
+def test_a_full_batch_with_a_queue_sums_its_steps_to_the_next_finish(h100, monkeypatch):
+    """A burst: the batch is full (max_seqs) and prompts wait; until a decoder finishes nothing can join, so the
+    steps are summed in closed form (Simulation.decode_run): the same answer as one step at a time, for far less
+    work."""
+    from flopcast.simulate.serving.simulation import Simulation
+
+    reqs = S.poisson_requests(1e6, np.random.default_rng(0), n=400, input_tokens="512", output_tokens="2000")
+    cfg = S.ServingConfig(max_seqs=32)
+    summed = S.WorkBudget(1e12)
+    fast = S.simulate(h100, reqs, cfg, budget=summed)
+    monkeypatch.setattr(Simulation, "decode_run", lambda self, rep: 1)
+    stepped = S.WorkBudget(1e12)
+    slow = S.simulate(h100, reqs, cfg, budget=stepped)
+    assert fast.iterations == slow.iterations and fast.completed == slow.completed == 400
+    assert fast.e2e_s["p90"] == pytest.approx(slow.e2e_s["p90"], rel=1e-9)
+    assert fast.throughput_requests_per_s == pytest.approx(slow.throughput_requests_per_s, rel=1e-9)
+    assert summed.spent < stepped.spent / 5

@@ -41,6 +41,7 @@ def outcome_dict(o: D.DeployOutcome) -> dict:
                 "requests": o.verified.requests},
             "simulated": [p.to_dict() for p in o.simulated], "candidates": o.considered,
             "pruned": dict(o.pruned), "budget": dict(o.budget) or None, "budget_note": o.budget_note or None,
+            "not_simulated_ranked_on_roofline": o.unsimulated_dicts(),
             "error": o.reason or None}
 
 

@@ -40,6 +40,7 @@ def _system_lines(o) -> list[str]:
              + (f"; pruned: {', '.join(f'{v} {k}' for k, v in o.pruned.items())}" if o.pruned else "")]
     if o.budget_note:
         lines.append(f"  note: {o.budget_note}")
+    lines += _unsimulated_lines(o)
     if o.best is None:
         return lines + [f"  no deployment: {o.reason}"]
     rows = [_point_row("best", o.best)] + ([_point_row("baseline", o.baseline)] if o.baseline is not None else [])
@@ -53,6 +54,20 @@ def _system_lines(o) -> list[str]:
         lines.append(f"  checked: one instance simulated whole ({o.best.candidate.replicas_per_instance} {unit}, "
                      f"least-loaded routing) at {o.best.qps:,.1f} req/s: {v.slo_attainment:.0%} of requests within "
                      f"the SLOs over {v.requests:,} requests")
+    return lines
+
+
+def _unsimulated_lines(o) -> list[str]:
+    """The candidates the work budget left unsimulated, ranked on their roofline bounds (a capacity at most, so a
+    cost at least)."""
+    ranked = o.unsimulated_dicts()
+    if not ranked:
+        return []
+    unit = "USD" if o.system.price_per_hour is not None else "chip-h"
+    lines = [f"  not simulated ({len(o.unsimulated)}), ranked on the roofline (capacity at most, cost at least):"]
+    for u in ranked:
+        cost = next(v for k, v in u.items() if k.endswith("_at_least"))
+        lines.append(f"    {u['roofline_bound_qps']:,.3g} req/s a replica, {cost:,.3g} {unit}/M tok: {u['label']}")
     return lines
 
 

@@ -85,3 +85,22 @@ def unfused_score_bytes(dropout: bool) -> float:
 def memory_time(nbytes, *, bandwidth, memory_efficiency):
     """Seconds to stream `nbytes` through HBM at the achievable bandwidth."""
     return nbytes / (bandwidth * memory_efficiency)
+
+
+# torchao float8 training with tensorwise dynamic scaling (torchao/float8/float8_linear.py, the casts
+# hp_tensor_to_float8_dynamic in float8_scaling_utils.py), bytes moved per element as torchao's own roofline counts
+# them (torchao/testing/float8/roofline_utils.py, get_tensor_memory_traffic_ovhd_s, tensorwise, not fused with the
+# previous op): an input or grad_output takes an amax pass (read bf16, 2 B) and one cast that reads bf16 and writes
+# the row- and column-major fp8 copies its two GEMMs need (2 + 2 x 1 B); a weight takes the amax pass and a cast in
+# the forward and another in the backward (2 + 3 + 3 B).
+FP8_CAST_ACTIVATION_BYTES = 6.0
+FP8_CAST_WEIGHT_FWD_BYTES = 5.0
+FP8_CAST_WEIGHT_BWD_BYTES = 3.0
+
+
+def fp8_cast_bytes(input_elems, output_elems, weight_elems):
+    """(forward, backward) bytes the separate fp8 cast kernels of a layer's linears move (FP8_CAST_*): the inputs'
+    and weights' forward casts, the grad_outputs' and weights' backward casts."""
+    fwd = FP8_CAST_ACTIVATION_BYTES * input_elems + FP8_CAST_WEIGHT_FWD_BYTES * weight_elems
+    bwd = FP8_CAST_ACTIVATION_BYTES * output_elems + FP8_CAST_WEIGHT_BWD_BYTES * weight_elems
+    return fwd, bwd

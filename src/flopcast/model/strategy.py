@@ -298,6 +298,14 @@ class Software:
     named_remat: bool | None = None
     # how context-parallel attention exchanges K and V (ContextParallel); Megatron-Core's is the p2p ring
     context_parallel: ContextParallel = ContextParallel.RING
+    # whether FP8 GEMM operands are cast by separate memory-bound kernels (flopcast.cost.compute.fp8_cast_bytes):
+    # torchao's Float8Linear (torchtitan's float8 converter) scales input, weight and grad_output dynamically per
+    # tensor, an amax pass and a cast pass each; Transformer Engine fuses the casts into the kernel before the GEMM
+    fp8_cast_passes: bool = False
+    # FSDP2's float8 all-gather (torchao enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp,
+    # torchao/float8/fsdp_utils.py): an FP8 run's ZeRO-3 gathers move its layers' linear weights in 1 byte, cast on
+    # the shard before the gather; the embedding and output head stay bf16
+    fp8_allgather: bool = False
 
     def graphs_on(self, family: str) -> CudaGraphs:
         """The graph capture a run on a chip of this family has: the stated one, else the framework default."""

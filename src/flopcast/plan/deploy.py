@@ -34,6 +34,7 @@ from ..model.workload import Model
 from ..simulate import serving as S
 from ..simulate.serving.budget import BudgetSpent, WorkBudget
 from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
+from . import deploy_work as work
 from . import disaggregate as split
 from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS,
                          Candidate, burst_requests, run_requests, span_s)
@@ -43,9 +44,10 @@ PREFILL_TOKENS = 8192  # tokens of one prefill pass (vLLM max_num_batched_tokens
 ACCEL_WEIGHTS, ACCEL_KV = ("bf16", "fp8"), ("bf16", "fp8")
 # simulation work one system's search may spend (simulate/serving/budget.py units, ~1 us of CPU each on this
 # 2-core machine: ~7 s), SEARCH_SHARE of it on the candidates; api.deploy shares DEPLOY_WORK x DEPLOY_SYSTEMS over
-# all the systems it is given
+# all the systems it is given (with start-up and the roofline bounds, ~1 s a system, a run stays near 15 s of CPU)
 DEPLOY_WORK = 7_000_000
-DEPLOY_SYSTEMS = 2
+DEPLOY_SYSTEMS = 1.5
+RANKED = 5  # candidates the budget left unsimulated listed (ranked on their roofline bounds)
 SEARCH_SHARE = 0.75
 CPU_WEIGHTS, CPU_KV = ("q4_0", "q8_0"), ("fp16",)
 
@@ -92,6 +94,16 @@ class DeployOutcome:
     verified: object = None  # ServingResult of the best's whole instance (all its replicas, routed) at its rate
     budget_note: str = ""  # what the work budget cut ("" when nothing)
     budget: dict = field(default_factory=dict)  # WorkBudget.to_dict() of the search
+    unsimulated: tuple = ()  # (candidate, bound cost) the budget left unsimulated, cheapest bound first
+
+    def unsimulated_dicts(self) -> list[dict]:
+        """The unsimulated candidates ranked on the roofline: an upper bound on each replica's capacity and so a lower
+        bound on its cost (USD or chip-hours per million output tokens, as the system is ranked)."""
+        unit = ("cost_per_million_output_tokens_usd_at_least" if self.system.price_per_hour is not None
+                else "chip_hours_per_million_output_tokens_at_least")
+        return [{"label": c.label, "tp": c.tp, "pp": c.pp, "ep": c.ep, "weights": c.weights, "kv_dtype": c.kv_dtype,
+                 "max_seqs": c.max_seqs, "roofline_bound_qps": c.bound_qps, unit: cost}
+                for c, cost in self.unsimulated[:RANKED]]
 
 
 def _chips(system: System) -> int:
@@ -313,61 +325,57 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
     if progress is not None:
         progress.add_total(min(len(ok), MAX_SIMULATIONS) + 1)
     run = lambda c, d, b, most: _simulate(model, system, c, d, workload, config, qps, requests, seed, b, most)
-    size = lambda c: (_first_runs_units(c, n_out, config, requests), _request_units(c, n_out))
+    lengths = work.output_lengths(output_tokens, requests, seed)
+    size = lambda c: work.first_runs(c, config, n_out, requests, lengths)
     search = WorkBudget(budget.left * SEARCH_SHARE, budget)
-    sims, best, cut = _branch_and_bound(system, ok[:MAX_SIMULATIONS], n_out, qps, (run, size), search, pruned,
-                                        progress)
+    sims, best, cut = _branch_and_bound(system, ok[:MAX_SIMULATIONS], n_out, qps, (run, size, requests), search,
+                                        pruned, progress)
     part = budget.part(2)
-    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic, part)
+    base = _baseline(model, system, workload, config, qps, requests, seed, sims, ic, part, size)
     cut["baseline"] = base is None and part.cut
+    ranked = tuple(sorted(((c, _bound_key(system, c, n_out, qps)) for c in cut["unsimulated"]),
+                          key=lambda x: x[1]))
     if progress is not None:
         progress.update(1)
     considered = len(cands) + len(splits)
     if best is None:
         why = ("the work budget was spent before a candidate's rate was verified" if budget.cut
                else "no simulated candidate meets the SLOs at any rate")
+        if ranked:
+            why += (f"; ranked on the roofline (not simulated), the cheapest bound is {ranked[0][0].label} "
+                    f"(a lower bound on its cost)")
         return DeployOutcome(system, None, base, tuple(sims), (), considered, pruned, why,
                              budget_note=_budget_note(budget, cut),
-                             budget=budget.to_dict())
+                             budget=budget.to_dict(), unsimulated=ranked)
     front = pareto_front(sims + ([base] if base is not None and base not in sims else []))
     try:
         checked = verify(model, system, best, workload, config, requests, seed, ic, budget.part(1))
     except BudgetSpent:
         checked, cut["check"] = None, True
     return DeployOutcome(system, best, base, tuple(sims), front, considered, pruned, verified=checked,
-                         budget_note=_budget_note(budget, cut), budget=budget.to_dict())
-
-
-def _first_runs_units(c: Candidate, n_out: float, config, requests: int) -> float:
-    """Work (budget.py units) of a capacity search's first two runs (the burst and the first steady rate, at most the
-    bound), estimated: per request REQUEST_WORK plus its prefill and its share of decode steps at the bound's batch."""
-    return (burst_requests(c.max_seqs) + run_requests(c.bound_qps, config, n_out, requests)) * _request_units(c, n_out)
-
-
-def _request_units(c: Candidate, n_out: float) -> float:
-    """Work (budget.py units) of one request, estimated: REQUEST_WORK plus its prefill and its share of n_out decode
-    steps at the bound's batch."""
-    return S.REQUEST_WORK + 1 + n_out / max(c.bound_batch, 1)
+                         budget_note=_budget_note(budget, cut), budget=budget.to_dict(), unsimulated=ranked)
 
 
 def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudget, pruned: dict, progress):
     """Simulate (run[0](candidate, deployment, budget, most requests per run)) the candidates in ascending order of
     their bound until the next bound is no better than the best simulated cost or the budget is spent; each of the
     next three gets a third, a half and all of what is left. One whose first runs would take more (run[1](candidate):
-    their estimated units and the units per request) is not started, unless none has been simulated yet: then its
-    runs are shortened to what its share pays for. Returns (points, best, {"skipped": n, "stopped": n, ...})."""
+    deploy_work.first_runs) is not started, unless none has been simulated yet: then its steady runs are shortened to
+    what its share pays for after the burst, if that is at least run[2] requests. Returns (points, best,
+    {"skipped": n, "stopped": n, "unsimulated": [candidates], ...})."""
     key, sims, best = _key(system), [], None
-    cut = {"skipped": 0, "stopped": 0, "shortened": 0, "most": MAX_VERIFY_REQUESTS}
-    simulate, size = run
+    cut = {"skipped": 0, "stopped": 0, "shortened": 0, "most": MAX_VERIFY_REQUESTS, "unsimulated": []}
+    (simulate, size), min_run = run[:2], run[2]
     for i, (c, d) in enumerate(ok):
         part = budget.part(min(3, len(ok) - i))
-        units, per_request = size(c)
-        most = MAX_VERIFY_REQUESTS if units <= part.left else int(part.left / per_request / 3)
+        units, per_request, fixed = size(c)
+        most = MAX_VERIFY_REQUESTS if units <= part.left else max(0, int((part.left - fixed) / per_request / 3))
         if best is not None and _bound_key(system, c, n_out, qps) >= key(best):
             _count(pruned, "bound no better than the best simulated")
-        elif budget.exhausted or (most < MAX_VERIFY_REQUESTS and (sims or most < burst_requests(c.max_seqs))):
+        elif budget.exhausted or (most < MAX_VERIFY_REQUESTS and (sims or most < min_run)):
             _count(pruned, "not simulated: the work budget was spent")
             cut["skipped"] += 1
+            cut["unsimulated"].append(c)
             budget.mark_cut()
         else:
             if most < MAX_VERIFY_REQUESTS:
@@ -424,9 +432,11 @@ def verify(model, system, p: DeployPoint, workload, config, requests: int, seed:
     return S.simulate(d, reqs, cfg, seed=seed, budget=budget)
 
 
-def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None, budget=None
+def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=None, budget=None, size=None
               ) -> DeployPoint | None:
-    """One replica over all the instance's chips in the default formats at max batch 256 (what compare --serve ran)."""
+    """One replica over all the instance's chips in the default formats at max batch 256 (what compare --serve ran);
+    None when it is not simulated: it does not fit or miss the SLOs alone, or its first runs (`size`,
+    deploy_work.first_runs) would take more than `budget` has (the budget is then marked cut)."""
     n = _chips(system)
     w = "q4_0" if system.chip.kind == "cpu" else "bf16"
     kv = "fp16" if system.chip.kind == "cpu" else "bf16"
@@ -441,4 +451,9 @@ def _baseline(model, system, workload, config, qps, requests, seed, sims, ic=Non
         bc, d = roofline_bound(model, system, c, n_in, n_out, config, ic)
     except FlopcastError:
         return None
-    return None if bc is None else _simulate(model, system, bc, d, workload, config, qps, requests, seed, budget)
+    if bc is None:
+        return None
+    if size is not None and budget is not None and size(bc)[0] > budget.left:
+        budget.mark_cut()
+        return None
+    return _simulate(model, system, bc, d, workload, config, qps, requests, seed, budget)

@@ -85,6 +85,7 @@ class _Gemms:
 
     def __init__(self, kw: dict, zeros):
         self.kw, self.fwd, self.bwd, self.wgrad, self.flops = kw, zeros, zeros, zeros, zeros
+        self.elems = (zeros, zeros, zeros)  # the GEMMs' input (m x k), output (m x n) and weight (n x k) elements
 
     def add(self, m, n, k, count=1.0, efficiency_scale=1.0):
         kw = dict(self.kw, efficiency=self.kw["efficiency"] * efficiency_scale)
@@ -94,6 +95,7 @@ class _Gemms:
         self.bwd = self.bwd + count * bk
         self.wgrad = self.wgrad + count * w
         self.flops = self.flops + count * fl
+        self.elems = tuple(e + count * a for e, a in zip(self.elems, (m * k, m * n, n * k)))
 
 
 def gemm_kwargs(chip, fam, x: dict) -> dict:
@@ -321,6 +323,13 @@ def layer_times(model: Model, system: System, cal: Calibration, x: dict, moe_lay
         host_ops = moe_host_ops(software.graphs_on(chip.family), model.moe.experts / x["ep"])
         fwd = np.maximum(fwd, host_ops * cal.moe_host_op_s)
     bwd = g.bwd + attn_bwd_factor * attn_fwd + 2.0 * elem_fwd + overhead * 2.0 / 3.0
+    if software.fp8_cast_passes:  # torchao float8's cast kernels (compute.fp8_cast_bytes), full recomputation repeats
+        # under FSDP2's float8 all-gather each rank casts only its shard of the weights (x["fsdp"] of them)
+        weight_cast_share = x["fsdp"] if software.fp8_allgather else 1.0
+        cast_fwd, cast_bwd = (np.where(x["fp8"], compute.memory_time(b, bandwidth=chip.memory_bandwidth,
+                                                                     memory_efficiency=fam.memory), 0.0)
+                              for b in compute.fp8_cast_bytes(*g.elems[:2], g.elems[2] / weight_cast_share))
+        fwd, bwd = fwd + cast_fwd, bwd + cast_bwd
     ep_comm = _ep_comm(model, system, cal, x, software.dispatcher) if moe_layer else np.zeros_like(T)
     # selective recomputation repeats the core attention (Korthikanti et al. 2022 sec. 4.2); for an MLA model
     # DeepSeek-V3's recipe instead (sec. 3.2.3, 3.3.3): the up-projections, the norms and the SwiGLU outputs

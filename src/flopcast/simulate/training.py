@@ -31,6 +31,7 @@ from .peaks import GEMM_BYTES, QUANTIZED_CODES, peaks
 
 GRAD_COMM_BYTES = 4  # gradients reduced in fp32 (Megatron-LM: accumulate_allreduce_grads_in_fp32 with bf16)
 FSDP_COMM_BYTES = 2  # FSDP gathers and reduces 16-bit shards (PyTorch FSDP mixed precision, param/reduce bf16)
+FP8_GATHER_BYTES = 1  # FSDP2's float8 all-gather sends the float8 weight (torchao/float8/fsdp_utils.py)
 OPTIMIZER_BYTES_PER_PARAM = 30  # Adam step reads fp32 master, grad, m, v (16 B), writes master, m, v, bf16 copy (14 B)
 # The layout fields a layer's times depend on (everything `layer_times` reads through `x`).
 LAYER_FIELDS = ("tp", "cp", "ep", "etp", "micro_batch", "sequence_parallel", "dtype")
@@ -99,7 +100,9 @@ def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
              operand_bytes=GEMM_BYTES[dtype])
     # Layer times depend on LAYER_FIELDS only, which a search repeats over many layouts: compute them
     # once per distinct combination and spread them back (the same numbers, far fewer operations).
-    first, inverse = _distinct(lb, LAYER_FIELDS, dedupe)
+    # FSDP2's float8 all-gather casts the weights on the shard: the layer's weight casts shrink with the FSDP degree
+    x["fsdp"] = np.where(lb.sharding == Sharding.ZERO3, f["dp"] * f["cp"], 1.0)
+    first, inverse = _distinct(lb, LAYER_FIELDS + (("dp", "sharding") if software.fp8_allgather else ()), dedupe)
     m = f["global_batch"] / (f["dp"] * f["micro_batch"])
     return _Ctx(model, system, cal, software, lb, f, x, m, virtual_stages(lb.schedule, f["vp"]), first, inverse,
                 dedupe)
@@ -295,8 +298,9 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     # the bytes and groups below depend on DP_FIELDS only: one collective per distinct combination
     u, inverse_d = _distinct(c.lb, DP_FIELDS, c.dedupe)
 
-    def dp_collective(kind, per_param_bytes):
-        t = (comm.collective_time(kind, np.broadcast_to(dense_params * per_param_bytes, T.shape)[u], dp[u],
+    def dp_collective(kind, per_param_bytes, dense_bytes=None):
+        dense_bytes = per_param_bytes if dense_bytes is None else dense_bytes
+        t = (comm.collective_time(kind, np.broadcast_to(dense_params * dense_bytes, T.shape)[u], dp[u],
                                   dp_stride[u], system, cal)
              + comm.collective_time(kind, np.broadcast_to(expert_params * per_param_bytes, T.shape)[u], edp[u],
                                     edp_stride[u], system, cal))
@@ -311,7 +315,7 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
     if not zero3.any():
         return _dp_unsharded(c, lt, stage_layers, dense_params, expert_params, np.where(none, grad_ar,
                                                                                        grad_rs + param_ag))
-    fsdp_ag = dp_collective(Collective.ALL_GATHER, FSDP_COMM_BYTES)
+    fsdp_ag = dp_collective(Collective.ALL_GATHER, FSDP_COMM_BYTES, _fsdp_gather_bytes(c, stage_layers, dense_params))
     fsdp_rs = dp_collective(Collective.REDUCE_SCATTER, FSDP_COMM_BYTES)
     t_mb_compute = stage_layers * (lt["fwd"] + lt["bwd"] + lt["rec"])
     once = np.where(none, grad_ar, grad_rs + param_ag)
@@ -332,6 +336,20 @@ def _dp_parts(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, laye
         cal.zero3_overlap * t_mb_compute)),
                        np.maximum(once - cal.comm_overlap * t_mb_compute, 0.0))
     return {"comm/dp": dp_comm, "optimizer": _optimizer(c, dense_params, expert_params)}
+
+
+def _fsdp_gather_bytes(c: _Ctx, stage_layers, dense_params):
+    """Bytes per dense parameter of an FSDP all-gather: FSDP_COMM_BYTES, and under FSDP2's float8 all-gather
+    (Software.fp8_allgather, torchao/float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather)
+    FP8_GATHER_BYTES for the dense layers' weights in an FP8 layout; the embedding and output head stay bf16."""
+    if not c.software.fp8_allgather:
+        return FSDP_COMM_BYTES
+    copies = np.where(c.lb.schedule == Schedule.DUALPIPE, 2.0, 1.0)
+    model = c.model  # the dense layers' linears: attention and MLP, without the norms (torchao converts nn.Linear)
+    layer_linears = params.attention_params(model) + params.mlp_params(model.hidden, model.ffn_hidden, model.mlp)
+    linears = stage_layers / model.layers * model.dense_layers * layer_linears / c.f["tp"] * copies
+    fp8_share = np.where(c.x["fp8"], linears / np.maximum(dense_params, 1.0), 0.0)
+    return FSDP_COMM_BYTES - (FSDP_COMM_BYTES - FP8_GATHER_BYTES) * fp8_share
 
 
 def _dp_unsharded(c: _Ctx, lt: dict, stage_layers, dense_params, expert_params, once) -> dict:

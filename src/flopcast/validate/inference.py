@@ -78,6 +78,12 @@ def _read(path) -> list[dict]:
     return read_checked(path, SERVING, check_columns)
 
 
+def _fit_rows(path) -> list[dict]:
+    from .rows import MAX_SERVING_FIT_ROWS, fit_rows
+
+    return fit_rows(_read(path), data_name(path), MAX_SERVING_FIT_ROWS)
+
+
 def data_name(path) -> str:
     """The file names a fit's provenance records: one, or several joined by ' + '."""
     from .rows import resolve_files
@@ -379,7 +385,7 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
     import yaml
 
     out_path = CAL_PATH if out_path is None else out_path
-    rows = _read(path)
+    rows = _fit_rows(path)
     cache = {} if cache is None else cache
     prior = _compare(rows)  # at the priors: a file without one usable figure stops here, before the fit
     if not any(r["status"] == "ok" for r in prior):
@@ -425,7 +431,7 @@ def cross_validate_inference(path, *, cache: dict | None = None, start: dict | N
     """Leave-one-source-out: fit on the other sources, predict the held-out source's figures.
 
     cache, start: as fit_families (a calibration passes its own; else the full fit is made first to start from)."""
-    rows = _read(path)
+    rows = _fit_rows(path)
     cache = {} if cache is None else cache
     start = fit_families(rows, cache=cache) if start is None else start
     out = []

@@ -199,7 +199,7 @@ def software_of(row: dict) -> Software:
         return replace(base, **DEEPSPEED_ZERO3)
     if framework == "torchtitan":  # FSDP2 per block; vanilla TP (its AsyncTP is a separate switch the rows state)
         return replace(base, **BLOCK_PREFETCH_ZERO3, tp_comm_overlap=False, loss_bytes_per_logit=FP32_COPY_LOSS_BYTES,
-                       context_parallel=ContextParallel.ALLGATHER)
+                       context_parallel=ContextParallel.ALLGATHER, fp8_cast_passes=True)
     return replace(base, **BLOCK_PREFETCH_ZERO3, named_remat=framework in JAX_FRAMEWORKS) if framework else base
 
 
@@ -281,6 +281,11 @@ def _row_software(row: dict, assumed: tuple) -> tuple[Software, tuple]:
         raise FlopcastError(f"tp_comm_overlap {row['tp_comm_overlap'].strip()!r} is not one of yes, no (or blank)")
     if overlap:
         software = replace(software, tp_comm_overlap=overlap == "yes")
+    gather = (row.get("fp8_allgather") or "").strip().lower()
+    if gather not in ("", "yes", "no"):
+        raise FlopcastError(f"fp8_allgather {row['fp8_allgather'].strip()!r} is not one of yes, no (or blank)")
+    if gather:
+        software = replace(software, fp8_allgather=gather == "yes")
     return software, assumed
 
 

@@ -14,7 +14,7 @@ dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens,
 which equals step_time exactly and costs a few float operations per iteration.
 """
 
-from .budget import REQUEST_WORK, RUN_WORK, BudgetSpent, WorkBudget, work_limit
+from .budget import EVENT_WORK, REQUEST_WORK, RUN_WORK, STEP_WORK, BudgetSpent, WorkBudget, work_limit, work_units
 from .capacity import ATTAINMENT, CAPACITY_WORK, SPAN_HORIZONS, find_capacity
 from .closed_loop import ClosedLoop, closed_loop
 from .disagg import Disaggregated, disaggregated, parse_split, run_any, run_disaggregated, simulate_any
@@ -28,7 +28,8 @@ from .schedulers import POLICIES
 from .simulation import ARRIVAL, END, Replica, Simulation, simulate
 
 __all__ = [
-    "ARRIVAL", "ATTAINMENT", "BudgetSpent", "CAPACITY_WORK", "REQUEST_WORK", "RUN_WORK", "WorkBudget", "work_limit",
+    "ARRIVAL", "ATTAINMENT", "BudgetSpent", "CAPACITY_WORK", "EVENT_WORK", "REQUEST_WORK", "RUN_WORK", "STEP_WORK",
+    "WorkBudget", "work_limit", "work_units",
     "Disaggregated", "disaggregated", "parse_split", "run_any", "run_disaggregated",
     "simulate_any", "END", "POLICIES", "SPAN_HORIZONS", "IterationCost", "interval_bounds", "with_interval",
     "ClosedLoop", "closed_loop",

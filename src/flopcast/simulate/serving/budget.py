@@ -1,29 +1,40 @@
 """A budget of simulation work that a search's runs share, so that any input ends in bounded time.
 
-Work is counted in units, not seconds, so the same input gives the same answer on any machine: a batch iteration
-is one unit, a request REQUEST_WORK more (its arrival, routing, prefill admission and finish cost about that many
-plain decode steps: benchmarks/serve_speed.py, llama3-8b on p5.48xlarge at 8 req/s, 0.15 s of CPU for 5,000
-requests and 43,000 iterations, of which ~0.05 s the iterations). A run checks the budget as it goes and stops with
-BudgetSpent when the work would pass what is left; the search that set the budget catches it and reports that the
-budget cut it (the rates it had verified stand; a capacity cut short is a lower bound).
+Work is counted in units, not seconds, so the same input gives the same answer on any machine; a unit is about a
+microsecond of CPU here, each kind of work weighted by what it costs: a decode step run ahead of the event queue
+(Simulation.run_ahead) STEP_WORK, an iteration started as an event (a prefill, a chunk, a decode step that must
+wait its turn, or a run of identical decode steps summed in closed form, IterationCost.decode_run) EVENT_WORK, a
+request REQUEST_WORK (its arrival, routing, admission and finish). Fitted by least squares on nine runs
+(llama3-8b and llama3-70b on p5.48xlarge and trn2.48xlarge, 0.02 to 10^6 req/s, 64 to 20,000 output tokens, one
+disaggregated 1P2D, 300 to 20,000 requests; 2-core machine at a load of ~4, 2026-12-01): 1.35 us a step run
+ahead, 9.2 us an event, 10.1 us a request (within 20-50% on each run, the cheap bursts relatively worst). A run
+checks the budget as it goes and stops with BudgetSpent when the work would pass what is left; the search that set
+the budget catches it and reports that the budget cut it (the rates it had verified stand; a capacity cut short is a
+lower bound).
 """
 
 from __future__ import annotations
 
 from ...errors import FlopcastError
 
-REQUEST_WORK = 20  # units per request (see the module doc)
+STEP_WORK, EVENT_WORK, REQUEST_WORK = 1, 8, 10  # units per decode step run ahead, per event, per request (see above)
 # the work of a run given no budget (a report's curve, a compare point), and of a plain `serve` with both ends of its
-# interval: ~1 us a unit (up to ~6 us for a decode step of thousands of long outputs, run ahead), so 3-18 s; 50,000
-# requests a run, or fewer with long outputs. Measured: `serve llama3-8b -H p5.48xlarge --requests 2000
-# --output-tokens 200000` ran past 120 s of CPU before it; 5M units of it took 30 s of CPU at a load of 10.
+# interval: ~3 s of CPU here. Measured: `serve llama3-8b -H p5.48xlarge --requests 2000 --output-tokens 200000`
+# ran past 120 s of CPU before any budget.
 RUN_WORK = 3_000_000
+
+
+def work_units(iterations: int, launched: int, summed: int, requests: int) -> float:
+    """Units of a run's work: its batch iterations of which `launched` started as events and `summed` were folded
+    into one of those (the rest ran ahead one at a time), and its requests admitted."""
+    return STEP_WORK * (iterations - launched - summed) + EVENT_WORK * launched + REQUEST_WORK * requests
 
 
 def work_limit(spent_on: str) -> str:
     """The one-line refusal of a run past RUN_WORK (`spent_on`: what it had simulated)."""
-    return (f"the simulation stopped at its work limit ({RUN_WORK:,} units: a batch iteration is 1, a request "
-            f"{REQUEST_WORK}) {spent_on}; valid: fewer requests, shorter outputs, or a shorter --duration")
+    return (f"the simulation stopped at its work limit ({RUN_WORK:,} units: a decode step {STEP_WORK}, an event "
+            f"{EVENT_WORK}, a request {REQUEST_WORK}) {spent_on}; valid: fewer requests, shorter outputs, or a "
+            "shorter --duration")
 
 
 class BudgetSpent(FlopcastError):

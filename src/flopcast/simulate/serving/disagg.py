@@ -29,6 +29,7 @@ from ...cost import inference as inf
 from ...cost.inference.transfer import KVLink, Placement, kv_link, kv_transfer_bytes, placement
 from ...errors import FlopcastError
 from ..events import Engine
+from .budget import work_units
 from .config import Scheduler, ServingConfig
 from .metrics import Outcome, ServingResult, summarize
 from .requests import Requests
@@ -140,6 +141,12 @@ class DecodePool(Simulation):
     def account(self, now: float, delta: int) -> None:
         self.parent.account(now, delta)
 
+    def blocked(self, rep: DecodeReplica) -> bool:
+        """No waiting request's transfer can start before a decoder finishes (send's test fails: no KV room or no
+        batch slot, and the KV cache only grows until a finish)."""
+        used = rep.ctx_sum + rep.pre_kv + rep.n_dec
+        return used + self.prompt[rep.waiting[0]] > self.cap or rep.n_dec + rep.held >= self.max_seqs
+
     def receive(self, r: int, now: float) -> None:
         """Request r is prefilled: queue it at the least-loaded decode replica and start what transfers fit."""
         rep = self.route()
@@ -188,7 +195,8 @@ class PrefillPool(Simulation):
         self.pool = DecodePool(self, pd, reqs, config, seed, record, speed)
 
     def work(self) -> int:
-        return super().work() + sum(r.iterations for r in self.pool.replicas)
+        pool = self.pool
+        return super().work() + work_units(sum(r.iterations for r in pool.replicas), pool.launched, pool.summed, 0)
 
     def never_fits(self, r: int) -> bool:
         return self.prompt[r] > self.cap or self.prompt[r] + self.out[r] > self.pool.cap

@@ -111,11 +111,12 @@ def _decode(sim, rep, now: float):
     if rep.n_dec == 0:
         return ()
     # nothing else pending (a closed loop's lone replica): the steps up to the next finish, summed at once
-    k = 1 if sim.spec is not None or sim.heap or rep.waiting else sim.decode_run(rep)
+    k = 1 if sim.spec is not None or sim.heap else sim.decode_run(rep)
     if k > 1:
         n, kv = sim.decode_shape(rep)
         growth = 0.0 if sim.static_shapes else float(rep.n_dec)
         rep.iterations += k - 1
+        sim.summed += k - 1
         return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
     return sim.launch(rep, now + decode_step_s(sim, rep), partial(sim.end_decode, rep))
 
@@ -142,7 +143,7 @@ def plain_static(sim, rep):
 
 def plain_continuous(sim, rep):
     n = rep.n_dec
-    if rep.waiting or rep.joining or not n or rep.ctx_sum + rep.pre_kv + n > sim.cap:
+    if not n or rep.joining or rep.ctx_sum + rep.pre_kv + n > sim.cap or (rep.waiting and not sim.blocked(rep)):
         return None  # (the policy itself ends a router's group, rep.joining, when no prompt is left to join)
     if sim.live_plain:  # decode_step_s of live shapes without speculation, inlined (the hot path)
         kv = rep.ctx_sum + rep.cached_sum

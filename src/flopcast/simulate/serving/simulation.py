@@ -21,7 +21,7 @@ from operator import attrgetter
 from ...cost import inference as inf
 from ...errors import FlopcastError
 from ..events import Engine
-from .budget import REQUEST_WORK, RUN_WORK, BudgetSpent, WorkBudget, work_limit
+from .budget import RUN_WORK, BudgetSpent, WorkBudget, work_limit, work_units
 from .config import Routing, Scheduler, ServingConfig
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
@@ -90,6 +90,7 @@ class Simulation:
         self.work_budget = budget  # checked every CHECK_EVERY arrivals and launches, charged when the run ends
         self.work_cap = RUN_WORK if budget is None else budget.left
         self.admitted, self.ticks = 0, 0
+        self.launched, self.summed = 0, 0  # iterations started as events; steps summed into one (decode_run)
         # KV tokens a replica (a pipeline's virtual engine: d.virtual_engines per replica) holds
         self.cap = inf.kv_capacity_tokens(d) // d.virtual_engines
         # static-shape engines (Neuron) read each decoding request's whole KV window every step (inf.decode_window)
@@ -158,8 +159,8 @@ class Simulation:
             self.engine.at(self.arr[0], partial(self.arrive, 0), ARRIVAL)
 
     def work(self) -> int:
-        """Units of work done so far (budget.py): batch iterations, and REQUEST_WORK per request admitted."""
-        return sum(r.iterations for r in self.replicas) + REQUEST_WORK * self.admitted
+        """Units of work done so far (budget.work_units)."""
+        return work_units(sum(r.iterations for r in self.replicas), self.launched, self.summed, self.admitted)
 
     def tick(self) -> None:
         """Every CHECK_EVERY calls: stop the run (BudgetSpent) once its work passes what the budget had left."""
@@ -285,6 +286,7 @@ class Simulation:
     def launch(self, rep: Replica, end_s: float, handler):
         rep.busy = True
         rep.iterations += 1
+        self.launched += 1
         self.tick()
         return ((end_s, handler, END),)
 
@@ -401,15 +403,29 @@ class Simulation:
         """Decode steps the replica can take back to back before anything else can happen there.
 
         More than 1 only when no other event is pending (a closed loop's single replica between a finish and
-        the next: no arrival can come), no prompt waits, decoding is plain (no speculation) and the KV cache
-        holds every step's new tokens: then the steps up to the next finish are identical but for the KV
-        they read, and IterationCost.decode_run sums them exactly."""
-        if self.heap or rep.waiting or rep.prefilling or self.spec is not None or not rep.fin:
+        the next, or the last arrival's queue: no arrival can come), no prompt can join (none waits, or the
+        first waiting one is `blocked`) and decoding is plain (no speculation): then the steps up to the next
+        finish, or up to the last whose new tokens the KV cache holds (the next must preempt), are identical but
+        for the KV they read, and IterationCost.decode_run sums them exactly."""
+        if self.heap or rep.prefilling or self.spec is not None or not rep.fin:
+            return 1
+        if rep.waiting and not self.blocked(rep):
             return 1
         k = rep.fin[0][0] - rep.step
-        if k <= 1 or (not self.static_shapes and rep.ctx_sum + rep.pre_kv + rep.n_dec * k > self.cap):
-            return 1
-        return k
+        if not self.static_shapes or rep.waiting:  # no further than the KV cache holds every step's new tokens
+            k = min(k, (self.cap - rep.ctx_sum - rep.pre_kv) // max(rep.n_dec, 1))
+        return k if k > 1 else 1
+
+    def blocked(self, rep: Replica) -> bool:
+        """No waiting prompt can join the replica's decoders before one of them finishes: the batch is full
+        (max_seqs) or the first waiting prompt's KV does not fit (FCFS: the others wait behind it), and the KV
+        cache only grows until a finish. A static batch admits nothing while it decodes; TGI's router (a
+        waiting_served_ratio) may let a group join after max_waiting_tokens steps, so it is never blocked."""
+        if self.config.scheduler == Scheduler.STATIC:
+            return True
+        if rep.joining or self.config.waiting_served_ratio > 0:
+            return False
+        return rep.n_dec >= self.max_seqs or rep.ctx_sum + rep.pre_kv + self.prompt[rep.waiting[0]] > self.cap
 
     def prefill_tokens(self, tokens: int) -> int:
         """Tokens a prefill pass computes for a prompt of `tokens`: a static-shape engine with a compiled sequence
