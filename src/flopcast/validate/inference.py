@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import catalog
 from ..cost import inference as inf
+from ..cost.inference import releases
 from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
 from ..limits import LIMITS, REQUIRED_TEXT, TEXT, RowSchema, count, real
@@ -254,7 +255,7 @@ def _table(calibration):
 
 def _load_table(path) -> dict:
     data = catalog.load_yaml(Path(path).read_text()) or {}
-    return {k: inf.EngineEfficiency(**v) for k, v in (data.get("families") or {}).items()}
+    return {k: releases.from_yaml(v) for k, v in (data.get("families") or {}).items()}
 
 
 def validate_inference(path, calibration=None) -> dict:
@@ -325,16 +326,16 @@ def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
     from scipy.optimize import least_squares
 
     prior = inf.PRIORS[fam]
-    names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
-    x0 = np.log([getattr(prior, n) for n in names])
-    lo = np.log([_FREE[n][0] for n in names])
-    hi = np.log([_FREE[n][1] for n in names])
-    xs = x0 if start is None else np.clip(np.log([getattr(start, n) for n in names]), lo, hi)
+    names = _free_names(fam, mine)
+    x0 = np.log([_param(prior, n) for n in names])
+    lo = np.log([_FREE[n.split("@")[0]][0] for n in names])
+    hi = np.log([_FREE[n.split("@")[0]][1] for n in names])
+    xs = x0 if start is None else np.clip(np.log([_param(start, n) for n in names]), lo, hi)
 
     scored = {(r["run_id"], r["metric"]) for r in _compare(mine, {fam: start or prior}) if r["status"] == "ok"}
 
     def residuals(x):
-        eff = inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(x)))})
+        eff = _efficiency(prior, names, np.exp(x))
         got = {(r["run_id"], r["metric"]): math.log(r["predicted"] / r["measured"])
                for r in _compare(mine, {fam: eff}) if r["status"] == "ok"}
         # a figure the engine cannot produce at these parameters (a benchmark in which no request finishes in
@@ -344,7 +345,40 @@ def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
 
     sol = least_squares(residuals, xs, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE,
                         diff_step=FIT_STEP, xtol=FIT_TOLERANCE, ftol=FIT_TOLERANCE)
-    return inf.EngineEfficiency(**{**asdict(prior), **dict(zip(names, np.exp(sol.x)))})
+    return _efficiency(prior, names, np.exp(sol.x))
+
+
+def _free_names(fam: str, mine: list) -> list[str]:
+    """The family's free parameters; a static-shape family whose MoE rows state Neuron SDK releases fits one MoE
+    block rate per release (`moe_block_bytes_per_s@2.28`, cost/inference/releases.py) instead of one for all."""
+    names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
+    stated = {releases.release_of(r.get("engine")) for r in mine if _is_moe(r)} - {None}
+    if "moe_block_bytes_per_s" not in names or not stated:
+        return names
+    per = [releases.PER_RELEASE + rel for rel in sorted(stated, key=releases.release_key)]
+    return [m for n in names for m in (per if n == "moe_block_bytes_per_s" else [n])]
+
+
+def _is_moe(row) -> bool:
+    try:
+        return bool(catalog.load_model(row["model"].strip()).moe)
+    except (FlopcastError, KeyError, ValueError):
+        return False
+
+
+def _param(eff: inf.EngineEfficiency, name: str) -> float:
+    """A free parameter's value in eff; a release's block rate falls back to the family's one rate."""
+    if name.startswith(releases.PER_RELEASE):
+        return dict(eff.moe_block_rates).get(name.split("@")[1], eff.moe_block_bytes_per_s)
+    return getattr(eff, name)
+
+
+def _efficiency(prior: inf.EngineEfficiency, names: list, values) -> inf.EngineEfficiency:
+    plain = {n: float(v) for n, v in zip(names, values) if "@" not in n}
+    rates = tuple((n.split("@")[1], float(v)) for n, v in zip(names, values) if "@" in n)
+    if rates:  # oldest first (_free_names); a user's forecast takes the newest
+        plain.update(moe_block_bytes_per_s=rates[-1][1], moe_block_rates=rates)
+    return inf.EngineEfficiency(**{**asdict(prior), **plain})
 
 
 def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_validation: dict | None = None) -> dict:
@@ -382,7 +416,7 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
             "note": "a parameter no row of a family constrains stays at its prior (gpu: compute and "
                     "request_overhead_s, no prefill or TTFT rows; llama.cpp: request_overhead_s, no TTFT rows)",
         },
-        "families": {f: {k: float(f"{v:.4g}") for k, v in asdict(e).items()} for f, e in table.items()},
+        "families": {f: releases.to_yaml(e) for f, e in table.items()},
     }
     Path(out_path).write_text("# Written by flopcast.validate.inference.fit_inference; do not edit by hand.\n"
                               + yaml.safe_dump(doc, sort_keys=False))

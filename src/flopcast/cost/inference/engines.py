@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import FlopcastError
 from ...model.system import Dtype, System
 
 
@@ -34,6 +35,9 @@ class EngineEfficiency:
     # means; compute / compute_basis is the share of what its chips reach that the engine reaches (0: unknown)
     compute_basis: float = 0.0
     memory_basis: float = 0.0
+    # static-shape engines: (Neuron SDK release, moe_block_bytes_per_s) fitted on each release's MoE rows, oldest
+    # first (releases.py); moe_block_bytes_per_s is then the newest's. (): one rate for every release
+    moe_block_rates: tuple = ()
 
 
 HARDWARE = ("compute", "memory")  # a family's hardware fractions; every other fitted number is software
@@ -146,7 +150,7 @@ def family_efficiency(table: dict, family: str, chip, calibration=None) -> tuple
         return PRIORS[family], f"engine family {family} has no calibration: prior efficiencies used"
     prior = PRIORS[family]
     soft = {k: _geomean([getattr(table[f], k) for f in kin]) for k, v in asdict(prior).items()
-            if k not in HARDWARE and v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
+            if k not in HARDWARE and isinstance(v, float) and v > 0 and all(getattr(table[f], k) > 0 for f in kin)}
     if calibration is None:  # the shipped training calibration
         from ...catalog import calibration as shipped
 
@@ -187,4 +191,38 @@ def calibration_hardware() -> dict:
 
 def load_inference_calibration() -> dict:
     """family -> EngineEfficiency from catalog/data/inference_calibration.yaml (priors where absent)."""
-    return {k: EngineEfficiency(**v) for k, v in (_inference_calibration_file().get("families") or {}).items()}
+    return {k: from_yaml(v) for k, v in (_inference_calibration_file().get("families") or {}).items()}
+
+
+RATES_KEY = "moe_block_rates"  # a fitted family's MoE block rate per Neuron SDK release, release -> bytes/s
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """A Neuron SDK release ('2.28') as a sortable tuple."""
+    return tuple(int(p) for p in release.split("."))
+
+
+def to_yaml(eff: EngineEfficiency) -> dict:
+    """A family's fitted efficiencies as inference_calibration.yaml stores them (4 significant figures)."""
+    out = {}
+    for k, v in asdict(eff).items():
+        if k == RATES_KEY:
+            if v:
+                out[k] = {rel: float(f"{rate:.4g}") for rel, rate in v}
+        else:
+            out[k] = float(f"{v:.4g}")
+    return out
+
+
+def from_yaml(fam: dict, where: str = "") -> EngineEfficiency:
+    """An EngineEfficiency from a calibration file's family mapping (release rates as a mapping)."""
+    fam = dict(fam)
+    rates = fam.pop(RATES_KEY, None) or {}
+    if not isinstance(rates, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in rates.values()):
+        raise FlopcastError(f"{where}{RATES_KEY}: {rates!r}; valid: a mapping of Neuron SDK release to bytes/s > 0")
+    try:
+        pairs = tuple(sorted(((str(k), float(v)) for k, v in rates.items()), key=lambda r: release_key(r[0])))
+    except ValueError:
+        raise FlopcastError(f"{where}{RATES_KEY}: {sorted(rates)!r}; valid: releases such as 2.28") from None
+    return EngineEfficiency(**fam, moe_block_rates=pairs)

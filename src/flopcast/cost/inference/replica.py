@@ -18,6 +18,7 @@ from .cpu import REPACKED_GEMM_SPEEDUP, cpu_bandwidth, instance_bandwidth, repac
 from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
                       family_efficiency, load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
+from .releases import at_release
 
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
 # (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
@@ -198,6 +199,9 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         efficiency, note = family_efficiency(table, family, system.chip, calibration)
         if note:
             notes.append(note)
+    efficiency, note = at_release(efficiency, engine, model, family)
+    if note:
+        notes.append(note)
     gemm = REPACKED_GEMM_SPEEDUP if repacked_gemm(weights, engine, system) else 1.0
     if gemm != 1.0:
         notes.append(f"weights repacked for llama.cpp's aarch64 GEMM kernels: prompt GEMMs {gemm:.2f}x the fitted "

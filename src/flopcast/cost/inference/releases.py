@@ -1,0 +1,60 @@
+"""The Neuron software release an engine runs, and the MoE context-encoding block rate fitted for it.
+
+Neuron's blockwise MoE kernel ships inside the compiler (neuronx-cc) of each Neuron SDK release, so its cost per
+block is the release's, not the chip's: at the same layout (Trainium2, TP 4, H 2,048, 128 experts top-8, a
+2,048-token context encoding, 159 blocks a layer) Qwen3-30B-A3B under optimum-neuron on SDK 2.26 (neuronx-cc 2.21)
+takes 1,547 ms to its first token, Trinity-Mini under NxD Inference on SDK 2.28 (neuronx-cc 2.23) 371 ms
+(validation/more_inference_runs.csv di-9 and tm-1). A static-shape engine family's fit therefore carries one
+block rate per release its MoE rows state (`EngineEfficiency.moe_block_rates`, validate/inference.py), and a
+deployment takes the rate of the release its engine names (`SDK 2.28` in the engine text). A release without
+fitted rows takes the nearest older fitted release's rate, and one older than every fitted release the prior (one
+DMA engine's rate, engines.PRIORS): a later release's kernel is no evidence for an earlier one's. An engine that
+names none (a user's forecast) takes the newest fitted release's, which is also the family's
+`moe_block_bytes_per_s`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .engines import PRIORS, RATES_KEY, STATIC_SHAPE_FAMILIES, EngineEfficiency, from_yaml, release_key, to_yaml
+
+__all__ = ["RATES_KEY", "at_release", "block_rate", "from_yaml", "release_key", "release_of", "to_yaml"]
+
+_SDK = re.compile(r"\bSDK\s*v?(\d+)\.(\d+)", re.IGNORECASE)
+PER_RELEASE = "moe_block_bytes_per_s@"  # the fit's name of one release's block rate
+
+
+def release_of(engine: str | None) -> str | None:
+    """The Neuron SDK release ('2.28') an engine's text states ('NxD Inference (SDK 2.28)'), or None."""
+    m = _SDK.search(engine or "")
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+
+
+def block_rate(rates, release: str | None, prior: float) -> tuple[float, str, str]:
+    """(bytes/s, the fitted release whose rate it is or 'prior', how it was chosen) for a stated release over
+    fitted rates."""
+    rates = sorted(rates, key=lambda r: release_key(r[0]))
+    newest = rates[-1]
+    if release is None:
+        return newest[1], newest[0], f"no Neuron SDK release stated: the newest fitted, {newest[0]}"
+    exact = [r for r in rates if r[0] == release]
+    if exact:
+        return exact[0][1], release, f"SDK {release}'s own"
+    older = [r for r in rates if release_key(r[0]) < release_key(release)]
+    if older:
+        rel = older[-1][0]
+        return older[-1][1], rel, f"SDK {release} has no fitted MoE row: the nearest older fitted, {rel}"
+    return prior, "prior", f"SDK {release} is older than every fitted release ({rates[0][0]} the oldest): the prior"
+
+
+def at_release(eff: EngineEfficiency, engine: str | None, model, family: str) -> tuple[EngineEfficiency, str | None]:
+    """eff with the MoE block rate of the release `engine` states, and a note saying which; as it is for dense
+    models, other engine families and a fit without per-release rates."""
+    if not (model.moe and family in STATIC_SHAPE_FAMILIES and eff.moe_block_rates):
+        return eff, None
+    rate, used, how = block_rate(eff.moe_block_rates, release_of(engine), PRIORS[family].moe_block_bytes_per_s)
+    note = (f"MoE context-encoding block rate {rate / 1e9:.0f} GB/s ({how}; fitted per Neuron SDK release on the "
+            "Neuron MoE rows, cost/inference/releases.py)")
+    return replace(eff, moe_block_bytes_per_s=rate), note

@@ -1,0 +1,90 @@
+"""The Neuron MoE block rate depends on the SDK release an engine runs (cost/inference/releases.py)."""
+
+import csv
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from flopcast import catalog
+from flopcast.cost import calibrations
+from flopcast.cost import inference as inf
+from flopcast.cost.inference import releases
+from flopcast.errors import FlopcastError
+from flopcast.validate import inference as V
+
+RATES = (("2.26", 30e9), ("2.28", 90e9))
+
+
+def _rows(ids):
+    rows = [r for p in ("validation/inference_runs.csv", "validation/more_inference_runs.csv")
+            for r in csv.DictReader(open(p))]
+    return sorted((r for r in rows if r["run_id"] in ids), key=lambda r: r["run_id"])
+
+
+def test_release_is_read_from_the_engine_text():
+    assert releases.release_of("NxD Inference 0.8.0 (SDK 2.28), contrib Trinity benchmark") == "2.28"
+    assert releases.release_of("vLLM + optimum-neuron (SDK 2.26), guidellm 0.1.0") == "2.26"
+    assert releases.release_of("transformers-neuronx (SDK 2.18.1)") == "2.18"
+    assert releases.release_of("vLLM + optimum-neuron, guidellm") is None
+
+
+def test_a_release_without_rows_takes_the_nearest_older_fitted_one():
+    prior = inf.PRIORS["neuronx-v3"].moe_block_bytes_per_s
+    assert releases.block_rate(RATES, "2.28", prior)[:2] == (90e9, "2.28")
+    assert releases.block_rate(RATES, "2.27", prior)[:2] == (30e9, "2.26")
+    assert releases.block_rate(RATES, "2.30", prior)[:2] == (90e9, "2.28")
+    # older than every fitted release: the prior, never a later release's kernel
+    assert releases.block_rate(RATES, "2.18", prior)[:2] == (prior, "prior")
+    assert releases.block_rate(RATES, None, prior)[:2] == (90e9, "2.28")  # a user's forecast: the newest
+
+
+def test_the_deployment_takes_its_release_rate_and_says_so():
+    model, system = catalog.load_model("trinity-mini"), catalog.load_system("trn2.3xlarge")
+    eff = replace(inf.PRIORS["neuronx-v3"], moe_block_bytes_per_s=90e9, moe_block_rates=RATES)
+    ttft = {}
+    for engine in ("NxD Inference (SDK 2.26)", "NxD Inference (SDK 2.28)", None):
+        d = inf.deployment(model, system, chips=1, tp=1, engine=engine, inference_calibration={"neuronx-v3": eff})
+        assert any("block rate" in a and ("SDK 2.2" in a or "newest fitted, 2.28" in a) for a in d.assumptions)
+        ttft[engine] = float(inf.prefill_time(d, 1, 2048)[0])
+    assert ttft["NxD Inference (SDK 2.26)"] > 1.5 * ttft["NxD Inference (SDK 2.28)"]
+    assert ttft[None] == ttft["NxD Inference (SDK 2.28)"]
+    dense = inf.deployment(catalog.load_model("llama3-8b"), system, chips=1, tp=1, engine="NxD Inference (SDK 2.26)",
+                           inference_calibration={"neuronx-v3": eff})
+    assert not any("block rate" in a for a in dense.assumptions)
+
+
+TRINITY = {"run_id": "tm-1", "source": "NxDI-contrib-Trinity", "hardware": "trainium2", "instance": "trn2.3xlarge",
+           "chips": "1", "tp": "4", "engine": "NxD Inference 0.8.0 (SDK 2.28)", "model": "trinity-mini",
+           "weights": "bf16", "batch": "1", "input_tokens": "2048", "output_tokens": "32", "measured_ttft_ms": "371"}
+
+
+def test_the_fit_frees_one_block_rate_per_stated_release():
+    rows = _rows({"di-1", "di-9"}) + [TRINITY]
+    names = V._free_names("neuronx-v3", rows)
+    assert "moe_block_bytes_per_s@2.26" in names and "moe_block_bytes_per_s@2.28" in names
+    assert "moe_block_bytes_per_s" not in names
+    assert "moe_block_bytes_per_s" in V._free_names("neuronx-v3", rows[:1])  # di-1, dense only: one rate as before
+
+
+def test_the_holdout_release_without_fitted_rows_takes_the_nearest_older_one():
+    """DeepSeek-V3's holdout rows ran SDK 2.28; the fitted Neuron MoE rows state 2.26 (optimum-neuron) only."""
+    table = inf.load_inference_calibration()
+    assert [r for r, _ in table["neuronx-v3"].moe_block_rates] == ["2.26"]
+    row = next(r for r in csv.DictReader(open("validation/published_inference_runs.csv")) if r["run_id"] == "pd-1")
+    d, *_ = V.configure(row)
+    assert d.efficiency.moe_block_bytes_per_s == dict(table["neuronx-v3"].moe_block_rates)["2.26"]
+    assert any("SDK 2.28 has no fitted MoE row: the nearest older fitted, 2.26" in a for a in d.assumptions)
+
+
+def test_a_calibration_file_round_trips_its_release_rates(tmp_path):
+    eff = replace(inf.PRIORS["neuronx-v3"], moe_block_bytes_per_s=90e9, moe_block_rates=RATES)
+    doc = {"families": {"neuronx-v3": releases.to_yaml(eff)}}
+    p = tmp_path / "cal.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    kind, table = calibrations.read(p)
+    assert kind == "serving" and table["neuronx-v3"].moe_block_rates == RATES
+    doc["families"]["neuronx-v3"]["moe_block_rates"] = {"2.28": -1.0}
+    p.write_text(yaml.safe_dump(doc))
+    with pytest.raises(FlopcastError, match="moe_block_rates"):
+        calibrations.read(p)
