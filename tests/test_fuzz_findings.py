@@ -115,3 +115,14 @@ def test_a_serving_fit_reads_each_run_once_and_a_bounded_number_of_rows(tmp_path
     err = err[0]
     assert ("repeats row 1" in err) if repeat == "same run_id" else (f"at most {MAX_SERVING_FIT_ROWS}" in err), err
     assert not (tmp_path / "cal.yaml").exists()
+
+
+@pytest.mark.parametrize("cfg", [{"model_type": ["llama"]}, {"model_type": {"a": 1}}, {"architectures": 5},
+                                 {"architectures": [["LlamaForCausalLM"]]}])
+def test_a_config_whose_model_type_or_architectures_has_the_wrong_type_is_one_line(tmp_path, capsys, cfg):
+    # fuzz seed 501, case 2862: a model_type that is a list was looked up in a dict (TypeError: unhashable)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, **cfg}))
+    assert main(["report", str(path), "-H", "c7gn.2xlarge", "--recompute", "selective"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ("model_type" in err or "architectures" in err), err

@@ -298,7 +298,12 @@ def supported() -> list[str]:
 def model_type(cfg: dict, label: str) -> str:
     """The config's model_type (or the one its `architectures` class implies); an unsupported one is an error."""
     archs = cfg.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise FlopcastError(f"{label}: architectures {archs!r} is not a list of class names; valid: e.g. "
+                            '["LlamaForCausalLM"]')
     mt = cfg.get("model_type") or next((ARCHITECTURES[a] for a in archs if a in ARCHITECTURES), None)
+    if mt is not None and not isinstance(mt, str):
+        raise FlopcastError(f"{label}: `model_type` is {mt!r}; valid: one name, one of {', '.join(supported())}")
     if mt in READERS or mt in WRAPPERS:
         return mt
     named = f"model_type {mt!r}" if mt else f"architectures {archs!r}" if archs else "no model_type or architectures"
@@ -345,11 +350,7 @@ def from_config(cfg: dict, label: str, model_id: str) -> Model:
     f = _Fields({**inner, **defaults}, label)
     f.get("architectures"), f.get("model_type")
     fields, notes = READERS[mt](f)
-    archs = cfg.get("architectures") or []
-    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise FlopcastError(f"{label}: architectures {archs!r} is not a list of class names; valid: e.g. "
-                            '["LlamaForCausalLM"]')
-    arch = ", ".join(archs) or mt
+    arch = ", ".join(cfg.get("architectures") or []) or mt  # a list of names: model_type() checked it
     notes = {"config": f"Hugging Face config {label} (model_type {mt}, {arch})", **notes}
     if defaults:
         notes["defaults"] = "not in the file, transformers' defaults for " + mt + ": " + ", ".join(
