@@ -94,7 +94,12 @@ def _run_ui(case) -> int:
 
     method, path, payload = case.argv
     with TestClient(create_app(Path("uploads")), raise_server_exceptions=False) as client:
-        r = client.post(path, json=payload) if method == "POST" else client.get(path, params=payload)
+        if method == "POST+GET":  # upload a model, then ask for a forecast of it by the key the upload returned
+            up = client.post("/api/upload", json=payload["upload"])
+            key = up.json().get("model") if up.status_code == 200 else "upload:none"
+            r = client.get(path, params={**payload["params"], "model": key})
+        else:
+            r = client.post(path, json=payload) if method == "POST" else client.get(path, params=payload)
     sys.stdout.write(f"{r.status_code}\n{r.headers.get('content-type', '')}\n{r.text}")
     return 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+import fuzz_wide
 from fuzz_files import calibration_file, csv_file, hf_config, sweep_file, user_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,16 +22,22 @@ VALIDATION = ROOT / "validation"
 COUNTS = ["1", "2", "4", "8", "16", "64", "0", "-1", "3", "1e30", "inf", "nan", "x", "", "9223372036854775808",
           "2.5", "65536", "65537", "1e8", "1_000", "-0", "0x10", "1e-300", "+8", " 8", "8 ", "\uff18", "\u0663",
           "8.0", "1e5", "-1e30", "1e309", "Infinity", "NaN", "0b101", "2**10", "8e0", "1e-5", "1000000", "1048576",
-          "100000000", "100000001", "2147483648", "1e6", "1 k", "8k", "1M", "1,024", "\u00b2", "1e+3", "0008"]
+          "100000000", "100000001", "2147483648", "1e6", "1 k", "8k", "1M", "1,024", "\u00b2", "1e+3", "0008",
+          "0o10", "0X10", "1e1_0", "_8", "8_", "1__0", "1E3", "+0", "0.0", "-0.0", "8 chips", "1e+308", "1e-0",
+          "\u0661\u0666", "\u096e", "\u2167", "1\u00a0024", "8.5e1", "1e2.5", "0e0", "4294967296", "1e-0_1"]
 REALS = ["0", "-1", "1e-308", "1e308", "inf", "-inf", "nan", "0.5", "2", "1e6", "3.7", "x", "", "1", "10", "100",
-         "+1", "1e309", "-0.0", "Infinity", " 2 ", "\u0663", "5e-324", "1/2", "1,5"]
+         "+1", "1e309", "-0.0", "Infinity", " 2 ", "\u0663", "5e-324", "1/2", "1,5", "1e-320", "0x1p-3", "1E+3",
+         "1_0.5", "0.1e1", "+inf", "-nan", ".5", "5.", "50%", "1e5%", "2.2250738585072014e-308",
+         "1.7976931348623157e308"]
 DURATIONS = ["0", "-1s", "1e30", "nan", "inf", "1s", "100ms", "2min", "30d", "abc", "", "5", "1e-9s", "60s", "1h",
              "1e400", "10y", "50ms", "2s", "1e30h", "5 s", "nan s", "infs", "-0s", "1e-300s", "3600000d", "1us",
              "1e9min", "0.5h", "\u0663s", "1 h", "1H", "2 days", "1d 2h", "P1D", "1e-6s", "0.001ms", "100y",
-             "1e4y", "10001y", "600s", "601s", "10s", "10.000001s", "1 week", "1e-320s", "s", "h1"]
+             "1e4y", "10001y", "600s", "601s", "10s", "10.000001s", "1 week", "1e-320s", "s", "h1", "1_000s", "0x10s",
+             "-0.0s", "1E3s", "1e308s", "1 ms", "1\u00b5s", "1\u03bcs", "1ns", "PT1H", "1e-400s", "5e-324s", "1.5.5s"]
 TOKENS = ["inf", "nan", "0", "-5", "1e40", "1T", "300B", "6e12", "chinchilla", "abc", "1e-3", "15T", "", "1e17",
           "1.1e17", "100B", "1e9", "1e17", "99999999999999999999", "1e-300", "-inf", "1e5T", "0.5", "1P", "2Q", "1 T",
-          "1t", "3e9", "1.5T", "1", "2", "1e16", "100000000000000001", "2^40", "1T tokens", "1TB", "1e17 ", "+1T"]
+          "1t", "3e9", "1.5T", "1", "2", "1e16", "100000000000000001", "2^40", "1T tokens", "1TB", "1e17 ", "+1T",
+          "1_000B", "0x10T", "-0", "1e308", "1E12", "1e-0T", "1.5e3B", "1k", "1K", "1G", "1Ki", "-0T", "1e17.0"]
 LENGTHS = ["512", "0", "1", "uniform:1:1e30", "lognormal:100:50", "uniform:5:1", "lognormal:0:1", "inf", "abc",
            "uniform:1:100", "lognormal:200:1", "-3", "1e30", "uniform:1", "lognormal:nan:1", "128", "2048", "134217728",
            "134217729", "uniform:0:0", "lognormal:1e8:10", "200000", "lognormal:100000:1", "uniform:100000:200000",
@@ -42,8 +49,10 @@ NAMED = {  # option -> values (valid and hostile); options not named here get a 
     "--tokens": TOKENS, "--qps": REALS + ["5", "50", "1e7", "1e8"], "--duration": DURATIONS, "--interval": DURATIONS,
     "--deadline": DURATIONS, "--slo-ttft": DURATIONS, "--slo-tpot": DURATIONS, "--input-tokens": LENGTHS,
     "--output-tokens": LENGTHS, "--budget": ["2.5M", "0", "-1", "inf", "1e30", "x", "400000", "1e13", "nan", ""],
-    "--weights": ["bf16", "fp8", "int8", "int4", "q4_0", "q8_0", "fp3", "", "nvfp4"],
-    "--kv-dtype": ["bf16", "fp8", "int8", "x", ""], "--scheduler": ["static", "continuous", "chunked-prefill", "x", ""],
+    "--weights": ["bf16", "fp8", "int8", "int4", "q4_0", "q8_0", "fp3", "", "nvfp4", "fp16", "awq-int4", "q4_k_m",
+                  "q3_k", "bf16,fp8", "bf16,,fp8", "fp8,fp8", ",", "BF16", "mxfp4", "int4,fp3"],
+    "--kv-dtype": ["bf16", "fp8", "int8", "x", "", "fp16", "q8_0", "q4_0", "bf16,fp8", "fp8,x", "int4"],
+    "--scheduler": ["static", "continuous", "chunked-prefill", "x", ""],
     "--router": ["round-robin", "least-loaded", "random", "x", ""],
     "--speculative": ["draft", "eagle", "medusa", "mtp", "x", "", "DRAFT", "draft:llama3-8b"],
     "--spec-tokens": ["1", "4", "0", "-1", "1000000", "1e30", "x", "64"],
@@ -115,6 +124,37 @@ class Names:
         self.commands = {n: cli.get_command(ctx, n) for n in COMMANDS}
 
 
+SPECIAL = {"--calibration": "calibration file", "--trace": "trace CSV", "--serve-model": "model",
+           "--serve-hardware": "hardware", "--hardware": "hardware"}
+
+
+def pool_source(command: str, flag: str, param: click.Option) -> str:
+    """Where the values of one option come from (tests/test_fuzz_generators.py: none from the generic pool)."""
+    if param.is_flag:
+        return "flag"
+    if flag in OUTPUTS:
+        return "output path"
+    if flag in SPECIAL:
+        return SPECIAL[flag]
+    if flag in NAMED:
+        return "named"
+    t = param.type
+    if isinstance(t, click.Choice):
+        return "choice"
+    if type(t).__name__ == "Checked":
+        return "counts" if t.name == "integer" else "numbers"
+    if isinstance(t, (click.types.IntParamType, click.IntRange)):
+        return "counts"
+    return "floats" if isinstance(t, click.types.FloatParamType) else "generic"
+
+
+def drawn_flags(names: Names, command: str) -> set:
+    """Every flag (and its --no- form) that command_line may give to the command."""
+    cmd = names.commands[command]
+    return {o for p in cmd.params if isinstance(p, click.Option) and (command, p.opts[0]) not in SKIP
+            for o in p.opts + p.secondary_opts}
+
+
 def _pool(option: click.Option) -> list:
     t = option.type
     if isinstance(t, click.Choice):
@@ -140,7 +180,8 @@ def _model(rng, names, folder, made):
         return str(user_file(rng, folder, "model"))
     if r < 0.2:
         made.append(1)
-        return str(hf_config(rng, folder).parent if rng.random() < 0.5 else hf_config(rng, folder))
+        made_hf = (fuzz_wide.hf_config if rng.random() < 0.6 else hf_config)(rng, folder)
+        return str(made_hf.parent if rng.random() < 0.5 else made_hf)
     if r < 0.23:
         return rng.choice(["x", "", "missing.yaml", "LLAMA3-8B", "llama3_8b", "../etc/passwd", "a" * 500])
     return rng.choice(names.models[:20] if rng.random() < 0.7 else names.models)
@@ -203,7 +244,7 @@ def _positional(rng, command, names, folder, made) -> list:
         return [str(csv_file(rng, folder, rng.choice(["training", "training", "serving", "memory"])))]
     if command == "sweep":
         made.append(1)
-        return [str(sweep_file(rng, folder))]
+        return [str((fuzz_wide.sweep_file if rng.random() < 0.5 else sweep_file)(rng, folder))]
     if command == "catalog":
         r = rng.random()
         if r < 0.3:
@@ -240,6 +281,10 @@ def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
         argv += ["--qps", rng.choice(["0.5", "5", "50", "500", "1e-6", "1e4"])]
     if command == "plan" and not chosen & {"--deadline", "--budget", "--pareto"} and rng.random() < 0.85:
         chosen.add(rng.choice(["--deadline", "--budget", "--pareto"]))
+    if rng.random() < 0.2:  # options that interact, drawn together
+        together = fuzz_wide.combo(rng, command, set(by_flag) | {s for p in options for s in p.secondary_opts})
+        chosen -= {f for f in together if f.startswith("-")} | ({"--chips"} if "-n" in together else set())
+        argv += together
     for flag in sorted(chosen):
         p = by_flag[flag]
         if p.is_flag:
@@ -281,6 +326,13 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
             body = rng.choice([{}, {"filename": 5}, [1], {"filename": "a.yaml", "text": "a" * (2 << 20)}])
         return Case("ui", ["POST", path, body], files=1)
     params = {k: UI_PARAMS[k](rng, names) for k in rng.sample(sorted(UI_PARAMS), rng.randint(0, 6))}
+    if path in ("/api/train", "/api/compare") and rng.random() < 0.25:  # an uploaded model, then a forecast of it
+        made = user_file(rng, folder, "model") if rng.random() < 0.5 else fuzz_wide.hf_config(rng, folder)
+        body = {"filename": made.name, "text": made.read_text(errors="replace") if made.is_file() else "x"}
+        params.pop("model", None)
+        if path == "/api/compare":
+            params["hardware"] = ",".join(rng.sample(names.systems[:40], rng.randint(1, 3)))
+        return Case("ui", ["POST+GET", path, {"upload": body, "params": params}], files=1)
     if params and rng.random() < 0.3:  # huge, odd or injected text in one field
         params[rng.choice(sorted(params))] = rng.choice(UI_HUGE)
     if path == "/api/compare":

@@ -11,6 +11,8 @@ import os
 import random
 from pathlib import Path
 
+import fuzz_wide
+
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "validation"
 HOSTILE_CELLS = ["", "0", "-1", "1e30", "inf", "nan", "-inf", "2.5", "x", "9223372036854775808", "1e-300", "\ufffd",
@@ -258,7 +260,7 @@ def hf_config(rng: random.Random, folder: Path) -> Path:
     return path
 
 
-def _csv_text(rng: random.Random, source: Path, header_extra: list[str] = ()) -> str:
+def _csv_text(rng: random.Random, source: Path, kind: str, header_extra: list[str] = ()) -> str:
     """A shipped CSV's header and a few rows, with cells, columns and bytes mutated."""
     lines = source.read_text(encoding="utf-8").splitlines()
     import csv as _csv
@@ -266,6 +268,8 @@ def _csv_text(rng: random.Random, source: Path, header_extra: list[str] = ()) ->
 
     rows = list(_csv.reader(io.StringIO("\n".join(lines))))
     header, body = rows[0], rng.sample(rows[1:], min(len(rows) - 1, rng.randint(1, 4)))
+    if rng.random() < 0.3:  # the schema's columns this file leaves out, with edge and hostile cells
+        fuzz_wide.extra_columns(rng, kind, header, body)
     for _ in range(rng.randint(1, 3)):
         r, c = rng.randrange(len(body)), rng.randrange(len(header))
         body[r][c] = rng.choice(HOSTILE_CELLS)
@@ -302,6 +306,8 @@ def csv_file(rng: random.Random, folder: Path, kind: str) -> Path:
             header.append("prefix_tokens")
             for r in rows:
                 r.append(str(rng.choice([0, 8, 512, 5000])))
+        elif rng.random() < 0.1:  # prefix_tokens at its bounds and past them
+            fuzz_wide.extra_columns(rng, "trace", header, rows)
         if rng.random() < 0.15:  # 1M-token prompts, arrivals out of order, quoted or padded cells, CRLF
             r = rows[rng.randrange(n)]
             r[rng.randrange(len(r))] = rng.choice(["1048576", "134217728", '"512"', " 512 ", "-0.0", "5e-324",
@@ -314,7 +320,7 @@ def csv_file(rng: random.Random, folder: Path, kind: str) -> Path:
                                       "published_training_runs.csv"]),
               "serving": rng.choice(["inference_runs.csv", "more_inference_runs.csv", "published_inference_runs.csv"]),
               "memory": "memory_runs.csv"}[kind]
-    path.write_text(_csv_text(rng, VALIDATION / source))
+    path.write_text(_csv_text(rng, VALIDATION / source, kind))
     return path
 
 

@@ -126,3 +126,13 @@ def test_a_config_whose_model_type_or_architectures_has_the_wrong_type_is_one_li
     assert main(["report", str(path), "-H", "c7gn.2xlarge", "--recompute", "selective"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and ("model_type" in err or "architectures" in err), err
+
+
+def test_a_serve_report_where_every_request_is_rejected_draws_gaps(tmp_path, capsys):
+    """Fuzz seed 602, case 56: every prompt too long for the KV memory, so no latency percentile at any rate; the
+    figure plotted None * 1e3 (TypeError) instead of leaving a gap."""
+    html = tmp_path / "r.html"
+    argv = ["serve", "llama2-7b", "-H", "r8g.2xlarge", "--requests", "10", "--qps", "1", "--prefix-tokens",
+            "1000000", "--html", str(html)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "rejected" in capsys.readouterr().out and html.stat().st_size > 1000

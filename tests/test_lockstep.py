@@ -42,3 +42,32 @@ def test_problems_solved_together_equal_solved_alone():
                                                            _problem(range(5), [0]))]
     for t, a in zip(together, alone):
         assert np.allclose(t.u, a.u) and t.passes == a.passes
+
+
+def _rosenbrock(theta, owners):
+    """Rosenbrock's valley in log space (u = log theta): residuals 10 (u1 - u0^2) and 1 - u0, a fit whose
+    Levenberg-Marquardt path rejects many steps."""
+    u = np.log(theta)
+    return np.vstack([10.0 * (u[1] - u[0] ** 2), 1.0 - u[0]])
+
+
+def test_speculative_candidates_give_the_same_fit_in_fewer_passes():
+    def problem(start):
+        return lockstep.Problem(rows=np.array([0, 1]), free=np.array([0, 1]), u0=np.array(start),
+                                prior=np.zeros(2), prior_scale=np.full(2, 1e-6), lo=np.full(2, -5.0),
+                                hi=np.full(2, 5.0))
+    calls = {}
+
+    def counted(n):
+        def residuals(theta, owners):
+            calls[n] = calls.get(n, 0) + 1
+            return _rosenbrock(theta, owners)
+        return residuals
+    starts = ([-1.2, 1.0], [2.0, -1.0])
+    plain = lockstep.solve([problem(s) for s in starts], counted(1))
+    fast = lockstep.solve([problem(s) for s in starts], counted(4), speculate=4)
+    for a, b in zip(plain, fast):  # bit for bit: the same points evaluated, the same decisions taken
+        assert np.array_equal(a.u, b.u) and a.cost == b.cost and a.passes == b.passes
+        assert np.array_equal(a.row_residuals, b.row_residuals)
+    assert all(np.allclose(s.u, 1.0, atol=1e-2) for s in plain)  # the valley's minimum, u = (1, 1)
+    assert calls[4] < calls[1]  # the rejected steps' successors were evaluated in the passes before

@@ -17,7 +17,7 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     ax1, ax2 = fig.subplots(1, 2)
     tput = [r.output_tokens_per_s for _, r in pts]
     for key, style, lab in (("p50", "o-", "p50"), ("p90", "s--", "p90")):
-        ax1.plot(tput, [r.e2e_s[key] for _, r in pts], style, color=CYCLE[0] if key == "p50" else CYCLE[3],
+        ax1.plot(tput, [_scaled(r.e2e_s[key]) for _, r in pts], style, color=CYCLE[0] if key == "p50" else CYCLE[3],
                  label=f"end-to-end latency {lab}")
     label = _bands(ax1, ax2, tput, band)
     ax1.set_xlabel("achieved throughput (output tokens/s)")
@@ -25,9 +25,8 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     ax1.set_ylim(bottom=0)
     ax1.legend(fontsize=8)
     qps = [q for q, _ in pts]
-    ax2.plot(qps, [r.ttft_s["p90"] * 1e3 for _, r in pts], "o-", color=CYCLE[1], label="TTFT p90")
-    ax2.plot(qps, [r.tpot_s["p90"] * 1e3 if r.tpot_s["p90"] is not None else math.nan for _, r in pts], "s-",
-             color=CYCLE[2], label="TPOT p90")
+    ax2.plot(qps, [_scaled(r.ttft_s["p90"], 1e3) for _, r in pts], "o-", color=CYCLE[1], label="TTFT p90")
+    ax2.plot(qps, [_scaled(r.tpot_s["p90"], 1e3) for _, r in pts], "s-", color=CYCLE[2], label="TPOT p90")
     if slo_ttft_s:
         ax2.axhline(slo_ttft_s * 1e3, color=CYCLE[1], ls=":", lw=1, label=f"TTFT target {slo_ttft_s * 1e3:.0f} ms")
     if slo_tpot_s:
@@ -49,6 +48,11 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
         cap += (f" Shaded: the {label} prediction interval, the same requests simulated with every batch iteration "
                 "at the slow and at the fast end of the forecast's interval.")
     return Chart(name, title, fig, cap)
+
+
+def _scaled(value, scale: float = 1.0) -> float:
+    """A latency percentile to plot: None (no request finished at that rate, e.g. all rejected) is a gap."""
+    return math.nan if value is None else value * scale
 
 
 def _bands(ax1, ax2, tput, band) -> str | None:
