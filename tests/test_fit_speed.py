@@ -93,3 +93,21 @@ def test_distinct_layouts_are_counted_not_sorted_with_np_unique_s_answer(monkeyp
     got = training._distinct(lb, training.LAYER_FIELDS)
     assert not sorts
     assert np.array_equal(got[0], first) and np.array_equal(got[1], inverse.reshape(-1))
+
+
+def test_nothing_fitting_takes_the_bounded_search_s_smallest_footprint(monkeypatch):
+    from flopcast.plan import search as search_mod
+
+    model, system = catalog.load_model("llama3-405b"), catalog.load_system("p5.48xlarge")
+    space, cal = search_mod.SearchSpace(), catalog.calibration()
+    assert bounded.candidate_count(model, system, 8, space, False) > bounded.EXHAUSTIVE_UP_TO
+    full = search_mod.search(model, system, 8, cal, space, allow_idle=False, keep=1)
+    calls = []
+    real = search_mod.search
+    monkeypatch.setattr(search_mod, "search", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = bounded.best_search(model, system, 8, cal, space, allow_idle=False)
+    assert not calls and out.n_fit == full.n_fit == 0  # 405B on 8 H100s: nothing fits; no exhaustive repeat
+
+    def smallest(o):
+        return o.batch.layout(int(np.argmin(o.results["memory_bytes"])))
+    assert smallest(out) == smallest(full)

@@ -104,13 +104,15 @@ def candidate_count(model, system, chips: int, space: S.SearchSpace, allow_idle:
 
 def best_search(model, system, chips: int, cal, space: S.SearchSpace, allow_idle: bool = True,
                 software: Software = MODERN_SOFTWARE) -> S.SearchOutcome:
-    """The throughput search's outcome for its best layout (or, where none fits, its smallest footprint and the
-    rules' counts): exhaustive up to EXHAUSTIVE_UP_TO candidates, else bounded, and exhaustive where the bound
-    fails or nothing fits. The same best layout either way (search())."""
+    """The throughput search's outcome for its best layout (or, where none fits, its smallest footprint; the rules'
+    counts where no candidate is valid): exhaustive up to EXHAUSTIVE_UP_TO candidates, else bounded, and
+    exhaustive where the bound fails or no candidate is left. The same layout either way: search()'s best, and
+    where nothing fits the bounded search has pruned nothing (no score to prune with) and kept the smallest
+    footprint by exhaustive position (_Found.note_unfit, streamed.Kept), as the exhaustive search does."""
     out = None
     if candidate_count(model, system, chips, space, allow_idle) > EXHAUSTIVE_UP_TO:
         out = search(model, system, chips, cal, space, WorkTable(model, system, cal, software), allow_idle, software)
-    if out is None or out.n_fit == 0:
+    if out is None or not out.batch.size:
         out = S.search(model, system, chips, cal, space, allow_idle=allow_idle, software=software, keep=1)
     return out
 
