@@ -17,7 +17,7 @@ from ..errors import FlopcastError
 from ..catalog.files import read_file
 
 TRAINING_GLOBAL = tuple(f.name for f in fields(Calibration) if f.name not in ("families", "provenance",
-                                                                                  "mamf_transfer"))
+                                                                                  "mamf_transfer", "mamf_family"))
 TRAINING_FAMILY = tuple(f.name for f in fields(FamilyEfficiency))
 
 
