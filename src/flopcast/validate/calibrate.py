@@ -327,7 +327,7 @@ def provenance(path, cases, info) -> dict:
 
 def calibration_dict(cal: Calibration, prov: dict) -> dict:
     glob = {f.name: getattr(cal, f.name) for f in fields(Calibration)
-            if f.name not in ("families", "provenance", "mamf_transfer")}
+            if f.name not in ("families", "provenance", "mamf_transfer", "mamf_family")}
     return {
         "provenance": prov,
         "families": {k: {f.name: round(getattr(v, f.name), 4) for f in fields(FamilyEfficiency)}
