@@ -49,7 +49,9 @@ class _Found:
     closest: tuple | None = None  # (bytes, position, layout) the smallest of those memory alone ruled out
 
     def note_unfit(self, lb: LayoutBatch, key: np.ndarray, nbytes: np.ndarray) -> None:
-        i = int(np.lexsort((key, nbytes))[0])
+        tied = np.nonzero(nbytes == nbytes.min())[0]  # the smallest, then the first in the exhaustive order: the
+        # first of np.lexsort((key, nbytes)) without sorting a slice (which it is, but where nbytes has a NaN)
+        i = int(tied[np.argmin(key[tied])]) if tied.size else int(np.lexsort((key, nbytes))[0])
         if self.closest is None or (nbytes[i], key[i]) < self.closest[:2]:
             self.closest = (float(nbytes[i]), int(key[i]), lb.take(np.array([i])))
 
@@ -84,6 +86,35 @@ def search(model, system, chips: int, cal, space: S.SearchSpace, table: WorkTabl
     cutoff (seconds per token): look only for layouts at least that fast; Beyond where none fits below it
     (the same best layout where one does)."""
     return search_many(model, system, cal, table, [(chips, space, cutoff)], allow_idle, software)[0]
+
+
+# Candidates up to which the exhaustive search is cheaper than the bounded one (whose bounds cost more than
+# evaluating a few thousand layouts): of the shipped training rows' 138 searches, the 124 of at most 3,000
+# candidates took 3.2 s bounded and 1.2 s exhaustive (at load 6); the next smallest has 144,000 (from there the
+# exhaustive search takes 1.5-17x the bounded one's time)
+EXHAUSTIVE_UP_TO = 3000
+
+
+def candidate_count(model, system, chips: int, space: S.SearchSpace, allow_idle: bool = True) -> int:
+    """Candidates past the degree and batch rules (each base row's expansions): the work an exhaustive search of
+    `space` would judge, counted without expanding them."""
+    base, pairs, ch, _ = S._passing_base(model, system, chips, space, allow_idle)
+    return 0 if base is None else len(base) * len(pairs) * ch.per_schedule_pair
+
+
+def best_search(model, system, chips: int, cal, space: S.SearchSpace, allow_idle: bool = True,
+                software: Software = MODERN_SOFTWARE) -> S.SearchOutcome:
+    """The throughput search's outcome for its best layout (or, where none fits, its smallest footprint; the rules'
+    counts where no candidate is valid): exhaustive up to EXHAUSTIVE_UP_TO candidates, else bounded, and
+    exhaustive where the bound fails or no candidate is left. The same layout either way: search()'s best, and
+    where nothing fits the bounded search has pruned nothing (no score to prune with) and kept the smallest
+    footprint by exhaustive position (_Found.note_unfit, streamed.Kept), as the exhaustive search does."""
+    out = None
+    if candidate_count(model, system, chips, space, allow_idle) > EXHAUSTIVE_UP_TO:
+        out = search(model, system, chips, cal, space, WorkTable(model, system, cal, software), allow_idle, software)
+    if out is None or not out.batch.size:
+        out = S.search(model, system, chips, cal, space, allow_idle=allow_idle, software=software, keep=1)
+    return out
 
 
 def search_many(model, system, cal, table: WorkTable, cases: list, allow_idle: bool = True,
@@ -198,19 +229,10 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
     """Expand base[rows] and keep the layouts that pass the remaining rules, whose bound can beat the best found
     and, in a large slice, that fit in memory: (layouts, keys in the exhaustive order, lower bounds), or None
     where none is left."""
-    lb = S._expand(base[rows], pairs, ch)
-    local = np.arange(lb.size)
-    key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
-    ok = np.ones(lb.size, dtype=bool)
-    ok = S._apply(S.expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
-                                   S.micro_batches_of(lb), lb.recompute, lb.etp), ok, {})
-    for d in np.unique(lb.dtype):
-        if S.training_dtype_problem(system.chip, Dtype(int(d))):
-            ok &= lb.dtype != d
-    idx = np.nonzero(ok)[0]
-    if not idx.size:
+    lb, local = _valid_expansion(model, system, base[rows], pairs, ch)
+    if not lb.size:
         return None
-    lb, key = lb.take(idx), key[idx]
+    key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
     lower = layout_bounds(model, table, lb)
     promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
     if not promising.size:
@@ -229,3 +251,28 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
                 return None
             lb, key, lower = lb.take(np.nonzero(room)[0]), key[room], lower[room]
     return lb, key, lower
+
+
+def _valid_expansion(model, system, rows: np.ndarray, pairs: list, ch) -> tuple[LayoutBatch, np.ndarray]:
+    """The candidates of base `rows` (S._expand's, in its order) that pass the expanded rules and the chip's data
+    types, and their indices in S._expand(rows, pairs, ch): the rules judged on the expansion's grid (row x pair
+    x recompute x sharding x sp x dtype) from each axis's values and only the valid candidates built, as the
+    exhaustive search's S._valid_slices does (the rules are elementwise: the same verdicts as on the expansion)."""
+    pair_arr = np.array(pairs, dtype=np.int64)
+    axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
+                                                                      ch.sequence_parallel, ch.dtype)]
+    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
+    shape = (len(rows), len(pairs), *map(len, axes))
+    m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # S.micro_batches_of
+    ok = S._apply(S.expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
+                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda: m, on(axes[0], 2),
+                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), {})
+    for d in sorted(set(axes[3].tolist())):
+        if S.training_dtype_problem(system.chip, Dtype(d)):
+            ok[..., axes[3] == d] = False
+    local = np.flatnonzero(ok)
+    r, p, rc, sh, sp, dt = np.unravel_index(local, shape)
+    b = rows[r]
+    return LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
+                       ep=b[:, 6], etp=b[:, 7], vp=pair_arr[p, 0], schedule=pair_arr[p, 1], recompute=axes[0][rc],
+                       sharding=axes[1][sh], sequence_parallel=axes[2][sp], dtype=axes[3][dt]), local
