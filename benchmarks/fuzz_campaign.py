@@ -208,10 +208,10 @@ def _finish(case, folder, status, usage, wall_s):
 
 
 def campaign(runs: int, seed: int, jobs: int, progress: bool = True, log: Path | None = None,
-             minutes: float | None = None) -> dict:
+             minutes: float | None = None, only=()) -> dict:
     """Run `runs` cases (case i from random seed `seed` + i), `jobs` at a time, starting none after `minutes`;
     the counts and examples."""
-    names = fuzz_cases.Names()
+    names = fuzz_cases.Names(only)
     _warm(names)
     root = Path(tempfile.mkdtemp(prefix="flopcast-campaign-"))
     counts: dict[str, int] = {}
@@ -296,8 +296,10 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, help="start no run after this many minutes (then report)")
     ap.add_argument("--json", help="write the counts and every failing run to this file")
     ap.add_argument("--log", help="append each failing run to this JSON-lines file as it finishes")
+    ap.add_argument("--only", default="", help="comma-separated commands to draw (and `ui` for the web page)")
     a = ap.parse_args(argv)
-    result = campaign(a.runs, a.seed, a.jobs, log=Path(a.log) if a.log else None, minutes=a.minutes)
+    only = tuple(c for c in a.only.split(",") if c)
+    result = campaign(a.runs, a.seed, a.jobs, log=Path(a.log) if a.log else None, minutes=a.minutes, only=only)
     print(f"{result['runs']} runs (seed {a.seed}, {result['malformed_files']} malformed files) in {result['wall_s']} s")
     for cls, n in result["counts"].items():
         first = result["examples"].get(cls, [{}])[0]

@@ -113,8 +113,10 @@ class Case:
 class Names:
     """The catalog's names (read once in the parent) and the click commands."""
 
-    def __init__(self):
+    def __init__(self, only=()):
         from flopcast import catalog
+
+        self.only = tuple(only)  # the commands (and "ui") drawn; empty: every one
         from flopcast.cli import COMMANDS, cli
 
         self.models = sorted(catalog.raw("model"))
@@ -260,8 +262,8 @@ def _positional(rng, command, names, folder, made) -> list:
 
 def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
     """One command with its positional argument, -H and a random subset of its options."""
-    command = rng.choice([c for c in names.commands if c != "ui"])
-    if command in ("claims", "report") and rng.random() < 0.7:  # slow commands (each 10-20 s), fewer of them
+    command = rng.choice([c for c in names.commands if c != "ui" and (not names.only or c in names.only)])
+    if command in ("claims", "report") and rng.random() < 0.7 and not names.only:  # slow (10-20 s each), fewer
         command = rng.choice(["train", "search", "serve", "infer", "validate"])
     cmd = names.commands[command]
     made: list = []
@@ -344,4 +346,5 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
 
 
 def case(rng: random.Random, names: Names, folder: Path) -> Case:
-    return ui_request(rng, names, folder) if rng.random() < 0.04 else command_line(rng, names, folder)
+    ui = rng.random() < 0.04 if not names.only else "ui" in names.only and (names.only == ("ui",) or rng.random() < 0.5)
+    return ui_request(rng, names, folder) if ui else command_line(rng, names, folder)

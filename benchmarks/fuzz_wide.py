@@ -81,7 +81,8 @@ def hf_config(rng: random.Random, folder: Path) -> Path:
     """A config.json of one architecture with one to three keys (its own, another's, or nested) set hostile."""
     cfg = json.loads(json.dumps(HF_TEMPLATES[rng.choice(sorted(HF_TEMPLATES))]))
     for _ in range(rng.randint(1, 3)):
-        target = cfg["text_config"] if "text_config" in cfg and rng.random() < 0.6 else cfg
+        nested = isinstance(cfg.get("text_config"), dict) and rng.random() < 0.6
+        target = cfg["text_config"] if nested else cfg
         own = sorted(target) if rng.random() < 0.6 else HF_KEYS
         target[rng.choice(own)] = rng.choice(HF_VALUES)
     if rng.random() < 0.1:

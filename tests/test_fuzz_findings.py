@@ -146,3 +146,55 @@ def test_a_deadline_no_cluster_meets_is_named_in_its_own_unit(capsys):
     assert main(["plan", "llama3-8b", "-H", "trn2.48xlarge", "--deadline", "1s", "--tokens", "1e9"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert " in 1.00 s with faults" in err and "0.0 days" not in err, err
+
+
+_LLAMA4 = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", "hidden_size": 1024,
+           "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 2816,
+           "vocab_size": 32000, "max_position_embeddings": 4096, "num_local_experts": 16, "num_experts_per_tok": 1,
+           "intermediate_size_mlp": 16384, "interleave_moe_layer_step": 2, "moe_layers": [1, 3]}
+_QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 4,
+          "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 2816, "vocab_size": 32000,
+          "max_position_embeddings": 4096, "sliding_window": 1024, "use_sliding_window": True,
+          "max_window_layers": 2}
+
+
+@pytest.mark.parametrize("base,change,expected", [
+    # past the model schema's bounds (a llama4 of 2**31 layers built a list of a billion layer indices: MemoryError;
+    # 2**40 heads with 3 kv heads listed the divisors of 2**40 one by one: a hang)
+    (_LLAMA4, {"num_hidden_layers": 20_000}, "num_hidden_layers: 20000; valid: a positive integer up to 10,000"),
+    (_LLAMA4, {"num_attention_heads": 2**40}, "up to 65,536"),
+    (_LLAMA4, {"hidden_size": 2**21}, "hidden_size: 2097152; valid: a positive integer up to 1,048,576"),
+    # a JSON string is not a boolean ("false" read as true); layer lists that are not lists (TypeError)
+    (_LLAMA4, {"tie_word_embeddings": "false"}, "tie_word_embeddings: 'false'; valid: true or false"),
+    (_LLAMA4, {"moe_layers": 5}, "moe_layers: 5; valid: a list of layer indices"),
+    (_LLAMA4, {"moe_layers": [1, "x"]}, "valid: a list of layer indices"),
+    (_QWEN2, {"max_window_layers": "x"}, "max_window_layers: 'x'; valid: an integer of at least 0"),
+    (_QWEN2, {"use_sliding_window": "no"}, "use_sliding_window: 'no'; valid: true or false"),
+])
+def test_hugging_face_values_are_read_by_the_model_schema(tmp_path, capsys, base, change, expected):
+    """Fuzz seed 7000 of benchmarks/fuzz_wide.hf_config: MemoryError, a hang, TypeErrors, a silently true string."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**base, **change}))
+    assert main(["infer", str(path), "-H", "p5.48xlarge"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err, err
+
+
+def test_more_full_attention_entries_than_layers_is_no_zero_step(tmp_path, capsys):
+    cfg = {**_QWEN2, "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], "head_dim": 64,
+           "layer_types": ["full_attention"] * 100}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["infer", str(path), "-H", "p5.48xlarge"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", ["1,2,3,4\n", "1\n"])
+def test_an_earlier_sweep_output_with_ragged_rows_is_one_sentence(tmp_path, capsys, body):
+    """Fuzz seed 604, case 187: a row with more cells than the header came back keyed None (AttributeError)."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: [8]\n")
+    out = tmp_path / "out.csv"
+    out.write_text("scenario,model\n" + body)
+    assert main(["sweep", str(spec), "--out", str(out)]) == 2
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]  # after a progress line
+    assert len(errors) == 1 and "line 2 has" in errors[0] and "--no-resume" in errors[0], errors

@@ -114,4 +114,5 @@ def test_a_hugging_face_config_is_held_to_the_schema_bounds(tmp_path, capsys):
            "vocab_size": 128256, "max_position_embeddings": 8192}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     code, out, err = run(["train", str(tmp_path / "config.json"), *P5, "-n", "8"], capsys)
-    assert code == 2 and "hidden: 9223372036854775808 is out of range" in err and err.count("\n") == 1
+    assert code == 2 and "hidden_size: 9223372036854775808; valid: a positive integer up to 1,048,576" in err
+    assert err.count("\n") == 1

@@ -41,6 +41,10 @@ class Bound:
         return f"a finite number {low}, at most {self.high:g}{' ' + self.unit if self.unit else ''}"
 
 
+# a model's shape, the same wherever it is read (catalog model files, Hugging Face configs, CSV rows): layers,
+# widths, heads and experts, tokens per sequence, FFN widths and vocabulary
+LAYERS, WIDTH, HEADS, TOKENS_PER_SEQ, FFN = 10_000, 2**20, 2**16, 2**27, 2**24
+
 _YEARS = 365 * DAY
 LIMITS = {
     # cluster and layout

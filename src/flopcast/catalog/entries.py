@@ -18,12 +18,13 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated
 
+from ..limits import HEADS, LAYERS, TOKENS_PER_SEQ, WIDTH
 from ..model.system import Dtype, Topology
 from ..model.workload import Mlp
 from .fields import Check, Doc, Flag, Names, Remarks, SourceIds, Text, amount, choice, count, quantity
 
-# physical bounds (SI); see fields.py for why they are where they are
-LAYERS, WIDTH, HEADS, TOKENS_PER_SEQ = 10_000, 2**20, 2**16, 2**27
+# physical bounds (SI): LAYERS, WIDTH, HEADS and TOKENS_PER_SEQ are limits.py's (a Hugging Face config is read
+# by the same); see fields.py for why they are where they are
 CHIPS = 10**8
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FlopcastError
-from ..limits import read_bounded
+from ..limits import FFN, HEADS, LAYERS, TOKENS_PER_SEQ, WIDTH, read_bounded
 from .workload import Mla, Mlp, Model, Moe
 
 CONFIG_NAME = "config.json"
@@ -36,6 +36,20 @@ NO_COST_EFFECT = frozenset({
     "bos_token", "eos_token", "cache_implementation", "final_logit_softcapping", "query_pre_attn_scalar",
     "attn_temperature_tuning", "floor_scale", "attn_scale", "router_z_loss_coef", "use_qk_norm",
 })
+
+# the largest value of each integer key: the model schema's bounds (limits.py), so a config is read as a model
+# file is; any other key (contexts, windows) at most TOKENS_PER_SEQ
+MOST = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+                     "interleave_moe_layer_step", "sliding_window_pattern", "_sliding_window_pattern"), LAYERS),
+    **dict.fromkeys(("num_attention_heads", "num_key_value_heads", "n_head", "num_experts", "num_local_experts",
+                     "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "n_group", "topk_group"), HEADS),
+    **dict.fromkeys(("hidden_size", "n_embd", "head_dim", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+                     "qk_rope_head_dim", "v_head_dim"), WIDTH),
+    **dict.fromkeys(("intermediate_size", "n_inner", "moe_intermediate_size", "intermediate_size_mlp", "vocab_size"),
+                    FFN),
+    "shared_expert_intermediate_size": 4 * FFN, "num_nextn_predict_layers": 64,
+}
 
 
 class _Fields:
@@ -63,10 +77,28 @@ class _Fields:
         if value is None:
             raise FlopcastError(f"{self.label}: no {key}; a {self._arch()} config.json states it "
                                 f"(a positive integer)")
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        most = MOST.get(key, TOKENS_PER_SEQ)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= most:
             valid = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
-            raise FlopcastError(f"{self.label}: {key}: {value!r}; valid: {valid}")
+            raise FlopcastError(f"{self.label}: {key}: {value!r}; valid: {valid} up to {most:,}")
         return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A JSON true/false (absent or null: `default`); a string such as "false" is an error, not truthy."""
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise FlopcastError(f"{self.label}: {key}: {value!r}; valid: true or false")
+        return value
+
+    def indices(self, key: str) -> list[int] | None:
+        """A list of layer indices, sorted (absent or null: None); anything else is an error."""
+        value = self.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(type(i) is int and 0 <= i < LAYERS for i in value):
+            raise FlopcastError(f"{self.label}: {key}: {str(value)[:80]}; valid: a list of layer indices "
+                                f"(0 to {LAYERS - 1:,})")
+        return sorted(value)
 
     def _arch(self) -> str:
         return str(self.data.get("model_type", "Hugging Face"))
@@ -82,7 +114,7 @@ def _context(f: _Fields, key: str = "max_position_embeddings") -> tuple[int, str
     scaling = f.get("rope_scaling") or {}
     original = scaling.get("original_max_position_embeddings") if isinstance(scaling, dict) else None
     longest = f.int(key, 2048)
-    if isinstance(original, int) and original > 0:
+    if type(original) is int and 0 < original <= TOKENS_PER_SEQ:
         kind = scaling.get("rope_type") or scaling.get("type") or "RoPE"
         return original, (f"{original}: rope_scaling.original_max_position_embeddings (the context before "
                           f"{kind} extension to {key} {longest}); set seq_len for another training sequence")
@@ -104,14 +136,14 @@ def _every_nth_full(layer_types: list, layers: int) -> tuple[int, bool]:
     full = [i for i, t in enumerate(layer_types) if t == "full_attention"]
     if not full:
         return 0, True
-    n = round(layers / len(full))
+    n = max(1, round(layers / len(full)))  # more full-attention entries than layers: every layer attends fully
     return n, full == list(range(n - 1, layers, n))
 
 
 def _sliding(f: _Fields, layers: int, default_every: int = 0) -> tuple[int, int, str | None]:
     """(window, every, note): the window and every Nth layer that attends fully (0: all layers sliding)."""
     window = f.int("sliding_window", 0, minimum=0)
-    if f.has("use_sliding_window") and not f.get("use_sliding_window"):
+    if f.has("use_sliding_window") and not f.flag("use_sliding_window", False):
         f.get("max_window_layers"), f.get("layer_types")  # read: they describe windows that are switched off
         return 0, 0, None
     types = f.get("layer_types")
@@ -124,7 +156,8 @@ def _sliding(f: _Fields, layers: int, default_every: int = 0) -> tuple[int, int,
                                    f"fully, not every {n}th; modelled as every {n}th")
         return window, n, note
     every = f.int("sliding_window_pattern", 0, minimum=0) or f.int("_sliding_window_pattern", 0, minimum=0)
-    if f.has("max_window_layers") and f.get("use_sliding_window") and f.get("max_window_layers") < layers:
+    if f.has("max_window_layers") and f.flag("use_sliding_window", False) and f.int("max_window_layers", 0,
+                                                                                  minimum=0) < layers:
         return window, 0, (f"max_window_layers {f.get('max_window_layers')}: only the layers from that index on slide "
                            "in transformers; modelled as all layers sliding")
     return window, every or default_every, None
@@ -137,7 +170,7 @@ def _llama_like(f: _Fields, *, tied: bool, every: int = 0) -> tuple[dict, dict]:
     window, sliding_every, window_note = _sliding(f, layers, every)
     fields = {"layers": layers, **_attention(f), "ffn_hidden": f.int("intermediate_size"),
               "vocab": f.int("vocab_size"), "seq_len": seq_len, "mlp": Mlp.SWIGLU,
-              "tied_embeddings": bool(f.get("tie_word_embeddings", tied)), "dropout": f.dropout(),
+              "tied_embeddings": f.flag("tie_word_embeddings", tied), "dropout": f.dropout(),
               "sliding_window": window, "sliding_every": sliding_every}
     notes = {"seq_len": seq_note, "mlp": f"gated MLP (gate, up, down projections; activation "
                                          f"{f.get('hidden_act') or f.get('hidden_activation') or 'silu'})"}
@@ -164,7 +197,7 @@ def _mixtral(f: _Fields):
 
 def _leading_dense(f: _Fields, key: str, layers: int) -> int:
     """Leading dense layers from a list of dense layer indices (mlp_only_layers); they must be the first k."""
-    dense = sorted(f.get(key) or [])
+    dense = f.indices(key) or []
     if dense != list(range(len(dense))):
         raise FlopcastError(f"{f.label}: {key} {dense}: flopcast models dense layers as the first k layers; "
                             f"valid: [0, 1, ..., k-1] (or none)")
@@ -216,10 +249,10 @@ def _llama4(f: _Fields):
     """Llama 4: a shared expert in every MoE layer, MoE every interleave_moe_layer_step-th layer, dense MLP between."""
     fields, notes = _llama_like(f, tied=False)
     layers, step = fields["layers"], f.int("interleave_moe_layer_step", 1)
-    listed = f.get("moe_layers")
+    listed = f.indices("moe_layers")
     if listed is not None:
-        if sorted(listed) != list(range(step - 1, layers, step)):
-            raise FlopcastError(f"{f.label}: moe_layers {sorted(listed)[:6]}...: flopcast models every Nth layer as "
+        if listed != list(range(step - 1, layers, step)):
+            raise FlopcastError(f"{f.label}: moe_layers {listed[:6]}...: flopcast models every Nth layer as "
                                 f"MoE; "
                                 f"valid: the layers interleave_moe_layer_step ({step}) gives")
     expert = fields["ffn_hidden"]
@@ -238,7 +271,7 @@ def _gpt_neox(f: _Fields):
     hidden = f.int("hidden_size")
     fields = {"layers": f.int("num_hidden_layers"), "hidden": hidden, "heads": f.int("num_attention_heads"),
               "ffn_hidden": f.int("intermediate_size", 4 * hidden), "vocab": f.int("vocab_size"), "seq_len": seq_len,
-              "mlp": Mlp.GELU, "tied_embeddings": bool(f.get("tie_word_embeddings", False)), "dropout": f.dropout()}
+              "mlp": Mlp.GELU, "tied_embeddings": f.flag("tie_word_embeddings", False), "dropout": f.dropout()}
     fields["kv_heads"] = fields["heads"]
     return fields, {"seq_len": seq_note,
                     "mlp": f"2-matrix MLP (dense_h_to_4h, dense_4h_to_h; activation {f.get('hidden_act', 'gelu')})"}
@@ -250,7 +283,7 @@ def _gpt2(f: _Fields):
     heads = f.int("n_head")
     fields = {"layers": f.int("n_layer"), "hidden": hidden, "heads": heads, "kv_heads": heads,
               "ffn_hidden": f.int("n_inner", 4 * hidden), "vocab": f.int("vocab_size"), "seq_len": positions,
-              "mlp": Mlp.GELU, "tied_embeddings": bool(f.get("tie_word_embeddings", True)), "dropout": f.dropout()}
+              "mlp": Mlp.GELU, "tied_embeddings": f.flag("tie_word_embeddings", True), "dropout": f.dropout()}
     notes = {"seq_len": f"{positions}: n_positions",
              "mlp": f"2-matrix MLP (c_fc, c_proj; activation {f.get('activation_function', 'gelu_new')})",
              "position": f"learned position embeddings (n_positions x n_embd = {positions * hidden:,} weights) "

@@ -161,10 +161,23 @@ def read(path) -> list:
 
             return pq.read_table(p).to_pylist()
         with p.open(newline="", encoding="utf-8") as f:
-            return [{k: _cell(v, k) for k, v in r.items()} for r in csv.DictReader(f)]
-    except (OSError, ValueError) as exc:
+            return _csv_rows(csv.reader(f))
+    except (OSError, ValueError, csv.Error) as exc:
         raise FlopcastError(" ".join(f"cannot read the earlier output {path} to resume: {exc}; "
                                      f"delete it or pass --no-resume".split())) from None
+
+
+def _csv_rows(reader) -> list:
+    """The rows of a CSV as dicts by its header; a row with more or fewer cells than the header is an error."""
+    header = next(reader, [])
+    out = []
+    for line, cells in enumerate(reader, start=2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise ValueError(f"line {line} has {len(cells)} cells for the header's {len(header)} columns")
+        out.append({k: _cell(v, k) for k, v in zip(header, cells)})
+    return out
 
 
 def _cell(text: str, column: str):
