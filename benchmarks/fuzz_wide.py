@@ -106,7 +106,9 @@ def schemas() -> dict:
 def _cell(rng: random.Random, column) -> str:
     b = column.bound
     if b is None:
-        return rng.choice(["x", "", "bf16", "selective", "zero1", "megatron", "true", "no", "1", "\u00e9", "a,b"])
+        return rng.choice(["x", "", "bf16", "selective", "zero1", "megatron", "true", "no", "yes", "1", "\u00e9", "a,b",
+                           "optimum-neuron SDK 2.28", "neuronx-distributed-inference SDK 99.1", "SDK x", "vllm",
+                           "guidellm", "mean", "p50", "flex", "1f1b", "dualpipe", "2024-13-45", "fa2", "full"])
     picks = [b.low, b.high, (b.low + b.high) / 2, b.high * 1.0001 + 1, b.low - 1, "nan", "inf", "", "x", "1e308",
              "-0", "1_000", "0x10"]
     v = rng.choice(picks)

@@ -85,13 +85,12 @@ def test_moe_kernel_costs_only_on_static_shape_engines():
     neuron = inf.deployment(m, catalog.load_system("trn2.3xlarge"), chips=1, tp=1, efficiency=eff)
     blocks = float(inf.roofline.moe_block_time(neuron, 2048))
     e = m.moe
-    # each block moves 3 x 512 token rows of the hidden state (gather in, accumulate out), whatever the TP degree
-    per_block = 3 * 512 * m.hidden * 2 / eff.moe_block_bytes_per_s
-    assert blocks == pytest.approx(m.moe_layers * (np.ceil(2048 * e.topk / 512) + e.experts - 1) * per_block)
-    wide = inf.deployment(catalog.load_model("qwen3-235b-a22b"), catalog.load_system("trn2.48xlarge"), chips=16,
-                          tp=16, efficiency=eff)
-    per_layer = [float(inf.roofline.moe_block_time(x, 2048)) / x.model.moe_layers for x in (neuron, wide)]
-    assert per_layer[1] == pytest.approx(2 * per_layer[0])  # same blocks, twice the hidden size, 16x the TP
+    # every rank runs every block: 512 token rows gathered, read and written back, and its expert's weights (I split
+    # over the 4 ranks), each physical core of the LNC=2 pair moving half, plus the fixed cost of a block
+    per_block = eff.moe_block_overhead_s + (3 * 512 * m.hidden * 2 + 3 * m.hidden * (e.expert_ffn / 4) * 2) / 2 \
+        / eff.moe_block_bytes_per_s
+    n = np.ceil((2048 * e.topk - (e.experts - 1)) / 512) + e.experts - 1
+    assert blocks == pytest.approx(m.moe_layers * n * per_block)
     assert float(inf.roofline.moe_block_time(neuron, 1)) == pytest.approx(m.moe_layers * e.topk
                                                                          * eff.moe_expert_overhead_s)
     gpu = inf.deployment(m, catalog.load_system("p5.48xlarge"), chips=1, tp=1, efficiency=eff)
@@ -202,15 +201,15 @@ def test_serving_fit_on_both_files_guard():
 
 
 def test_moe_block_rate_prior_is_one_dma_engine():
-    # without Neuron MoE rows the block rate stays at its prior: one DMA engine's 27.2 GB/s (Neuron docs), the
-    # indexed gather/scatter of a block's token rows assumed to run on one engine, not spread over the core's 16
+    # without Neuron MoE rows the block rate stays at its prior: one DMA engine's 27.2 GB/s (Neuron docs) for each
+    # physical core, which moves its H / LNC slice of the block's rows and weights
     for fam in inf.STATIC_SHAPE_FAMILIES:
         assert inf.PRIORS[fam].moe_block_bytes_per_s == inf.NEURON_DMA_ENGINE_BYTES_PER_S == 27.2e9
     m = catalog.load_model("qwen3-235b-a22b")
     d = inf.deployment(m, catalog.load_system("trn2.48xlarge"), chips=16, tp=16, efficiency=inf.PRIORS["neuronx-v3"])
-    per_block = float(inf.roofline.moe_block_time(d, 2048)) / m.moe_layers / (2048 * m.moe.topk / 512
-                                                                               + m.moe.experts - 1)
-    assert per_block == pytest.approx(3 * 512 * 4096 * 2 / 27.2e9)  # 0.46 ms a block at hidden 4,096
+    per_block = float(inf.roofline.moe_block_time(d, 2048)) / m.moe_layers / inf.roofline.moe_blocks(2048, 128, 8)
+    moved = 3 * 512 * 4096 * 2 + 3 * 4096 * (1536 / 64) * 2  # rows and weights of one rank (I / 64 ranks)
+    assert per_block == pytest.approx(10e-6 + moved / 2 / 27.2e9)  # 0.25 ms a block at hidden 4,096
 
 
 def test_neuroncore_v3_without_rows_takes_v2_software_and_its_own_hardware():

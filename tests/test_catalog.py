@@ -1,5 +1,7 @@
 """Every catalog number is in a sane range and has a source; user files work like built-in entries."""
 
+from dataclasses import replace
+
 import pytest
 
 from flopcast import catalog
@@ -139,6 +141,9 @@ def test_measured_matmul_ceiling_sets_family_priors_and_unfitted_chips():
     assert unfitted
     for chip in unfitted:  # no MAMF: the fitted families' mean, within the physical bounds
         assert cal.for_chip(chip) == bounded(cal.mean_family(), chip)
-    assert cal.for_chip(h100) == bounded(cal.families["nvidia-hopper"], h100)
+    hopper, mean = cal.families["nvidia-hopper"], cal.mamf_family["nvidia-hopper"]
+    own = replace(hopper, gemm=hopper.gemm * h100.mamf_fraction(Dtype.BF16) / mean["gemm"],
+                  gemm_fp8=hopper.gemm_fp8 * h100.mamf_fraction(Dtype.FP8) / mean["gemm_fp8"])
+    assert cal.for_chip(h100) == bounded(own, h100)
     trn2 = catalog.load_chip("trainium2")
     assert cal.for_chip(trn2) == bounded(cal.families["trainium"], trn2)

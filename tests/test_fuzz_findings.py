@@ -136,3 +136,13 @@ def test_a_serve_report_where_every_request_is_rejected_draws_gaps(tmp_path, cap
             "1000000", "--html", str(html)]
     assert main(argv) == 0, capsys.readouterr().err
     assert "rejected" in capsys.readouterr().out and html.stat().st_size > 1000
+
+
+def test_a_deadline_no_cluster_meets_is_named_in_its_own_unit(capsys):
+    """A deadline of one second was named `0.0 days` (and the fastest cluster's 79 minutes `0.1 days`)."""
+    from flopcast.units import fmt_duration
+
+    assert fmt_duration(1e-6) == "1.0 us" and fmt_duration(0.5) == "500.0 ms" and fmt_duration(0.0) == "0.0 ms"
+    assert main(["plan", "llama3-8b", "-H", "trn2.48xlarge", "--deadline", "1s", "--tokens", "1e9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert " in 1.00 s with faults" in err and "0.0 days" not in err, err

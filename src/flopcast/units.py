@@ -99,6 +99,8 @@ def fmt_duration(seconds: float) -> str:
         return "n/a"
     if seconds == float("inf"):
         return "never"
+    if 0 < seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms"
     if seconds < 120:

@@ -28,6 +28,9 @@ __all__ = ["DATA", "SUFFIXES", "calibration", "calibration_from_dict", "close_ma
            "read_file", "resolve_name", "sources", "system_for", "with_mamf_transfer"]
 
 
+GEMM_KINDS = (("gemm", Dtype.BF16), ("gemm_fp8", Dtype.FP8))  # FamilyEfficiency's GEMM keys and their MAMF dtype
+
+
 @functools.cache
 def calibration() -> Calibration:
     """The shipped calibration (written by `flopcast calibrate`); defaults if none was written yet."""
@@ -63,8 +66,15 @@ def with_mamf_transfer(cal: Calibration) -> Calibration:
     """The calibration with its fitted/MAMF ratio per GEMM kind, which chips of unfitted families scale their
     own MAMF by (Calibration.for_chip)."""
     transfer = {}
-    for key, dtype in (("gemm", Dtype.BF16), ("gemm_fp8", Dtype.FP8)):
+    for key, dtype in GEMM_KINDS:
         ratios = [getattr(v, key) / m for f, v in cal.families.items() if (m := family_mamf(f, dtype))]
         if ratios:
             transfer[key] = sum(ratios) / len(ratios)
-    return replace(cal, mamf_transfer=transfer)
+    # each fitted family's mean MAMF fraction per GEMM kind: what its fitted efficiency is shared out by among its
+    # chips (Calibration.for_chip)
+    fams = {}
+    for f in cal.families:
+        means = {key: m for key, dtype in GEMM_KINDS if (m := family_mamf(f, dtype))}
+        if means:
+            fams[f] = means
+    return replace(cal, mamf_transfer=transfer, mamf_family=fams)

@@ -75,7 +75,8 @@ def _build_chip(name: str) -> Chip:
         power_estimate=e.power_estimate, tdp=e.tdp if e.tdp is not None else e.power,
         tile=tuple(e.tile or (128, 128)), cores=e.cores or 1, default_system=e.default_system or "",
         clock=e.clock, vector_bits=e.vector_bits or 0, simd_units=e.simd_units or 0, isa=e.isa or (),
-        memory_channels=e.memory_channels or 0, mamf=e.mamf or {}, sources=_source_map(e), notes=dict(e.notes or {}),
+        memory_channels=e.memory_channels or 0, mamf=e.mamf or {},
+        mamf_peaks={d: e.peak_flops[d] for d in (e.mamf or {})}, sources=_source_map(e), notes=dict(e.notes or {}),
     )
 
 

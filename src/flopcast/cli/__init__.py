@@ -94,6 +94,9 @@ def _drop_stdout() -> None:
 
 def main(argv=None) -> int:
     """Entry point: one line on stderr and exit code 2 for bad input, never a traceback."""
+    from .. import allocator
+
+    allocator.tune()  # large arrays kept mapped between a search's slices (allocator.py)
     try:
         cli.main(args=argv, prog_name="flopcast", standalone_mode=False)
         sys.stdout.flush()

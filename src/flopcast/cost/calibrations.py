@@ -17,7 +17,7 @@ from ..errors import FlopcastError
 from ..catalog.files import read_file
 
 TRAINING_GLOBAL = tuple(f.name for f in fields(Calibration) if f.name not in ("families", "provenance",
-                                                                                  "mamf_transfer"))
+                                                                                  "mamf_transfer", "mamf_family"))
 TRAINING_FAMILY = tuple(f.name for f in fields(FamilyEfficiency))
 
 
@@ -67,11 +67,11 @@ def read(path) -> tuple[str, object]:
             _check(label, f"families.{name}.", fam, TRAINING_FAMILY)
         _check(label, "global.", data.get("global") or {}, TRAINING_GLOBAL)
         return k, calibration_from_dict(data)
-    from .inference.releases import RATES_KEY, from_yaml
+    from .inference.releases import PER_RELEASE_KEYS, from_yaml
 
     valid = _serving_family_keys()
     for name, fam in data["families"].items():
-        _check(label, f"families.{name}.", {k: v for k, v in fam.items() if k != RATES_KEY}, valid)
+        _check(label, f"families.{name}.", {k: v for k, v in fam.items() if k not in PER_RELEASE_KEYS}, valid)
     return k, {name: from_yaml(fam, f"{label}: families.{name}.") for name, fam in data["families"].items()}
 
 

@@ -100,6 +100,9 @@ class Chip:
     # measured maximum achievable matmul FLOP/s per data type (best shape of a brute-force search on one chip,
     # Bekman's mamf-finder), where published: what the chip's GEMM library reaches, not its spec
     mamf: dict = field(default_factory=dict)
+    # the dense peaks the chip's entry states beside its mamf (Dtype -> FLOP/s): the fraction of peak measured, which
+    # a what-if that changes peak_flops alone leaves as it was (measured_mamf_fraction)
+    mamf_peaks: dict = field(default_factory=dict, compare=False, hash=False)
     sources: dict = field(default_factory=dict, compare=False, hash=False)
     notes: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -142,6 +145,13 @@ class Chip:
         """Measured maximum achievable matmul FLOP/s as a fraction of the dense peak, or None."""
         value = self.mamf.get(dtype)
         peak = self.peak_flops.get(dtype)
+        return value / peak if value and peak else None
+
+    def measured_mamf_fraction(self, dtype: Dtype) -> float | None:
+        """The MAMF as a fraction of the peak it was published beside (mamf_peaks; the current peak where none is
+        recorded): how close this chip's GEMM library comes to its peak, which a what-if of more peak keeps."""
+        value = self.mamf.get(dtype)
+        peak = self.mamf_peaks.get(dtype) or self.peak_flops.get(dtype)
         return value / peak if value and peak else None
 
 

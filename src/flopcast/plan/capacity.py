@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model.efficiency import Calibration
 from ..errors import FlopcastError
-from ..units import GiB
+from ..units import GiB, fmt_duration
 from ..model.system import System
 from ..model.workload import Model
 from . import batch as batch_mod
@@ -269,8 +269,8 @@ def plan_deadline(model: Model, system: System, tokens: float, deadline_s: float
                                 f"{best.reason}")
         raise FlopcastError(
             f"no {system.id} cluster up to {system.max_chips:,} chips trains {tokens:.3g} tokens of {model.label} in "
-            f"{deadline_s / 86400:.1f} days with faults; the fastest searched ({best.chips:,} chips) takes "
-            f"{best.expected_s / 86400:.1f} days")
+            f"{fmt_duration(deadline_s)} with faults; the fastest searched ({best.chips:,} chips) takes "
+            f"{fmt_duration(best.expected_s)}")
     lo, hi = _bisect(lo, hi, lambda n: not meets(n))  # lo misses, hi meets
     # a larger cluster can be cheaper (a better layout, fewer idle chips): price a few above the smallest
     size.prefetch([min(size.max_nodes, _round_up(int(math.ceil(hi * f)))) for f in EXTRA_SIZES])

@@ -38,7 +38,7 @@ import numpy as np
 from ..model.strategy import LayoutBatch, Schedule
 
 # Fields that change step times, capacity, price or power but neither the candidates nor the bytes per chip.
-CHIP_FIELDS = ("id", "name", "memory", "memory_bandwidth", "power", "mamf", "sources", "notes")
+CHIP_FIELDS = ("id", "name", "memory", "memory_bandwidth", "power", "mamf", "mamf_peaks", "sources", "notes")
 SYSTEM_FIELDS = ("id", "name", "price_per_hour", "sources", "notes")
 TIER_FIELDS = ("bandwidth", "latency")
 
@@ -62,6 +62,7 @@ def speeds(system) -> tuple:
     chip = system.chip
     return (chip.memory_bandwidth, *(v or 0.0 for _, v in sorted(chip.peak_flops.items())),
             *(v or 0.0 for _, v in sorted(chip.mamf.items())),
+            *(chip.measured_mamf_fraction(d) or 0.0 for d in sorted(chip.mamf)),  # a family fit's share (for_chip)
             *(t.bandwidth for t in system.tiers), *(-t.latency for t in system.tiers))
 
 

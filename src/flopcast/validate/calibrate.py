@@ -73,6 +73,9 @@ GLOBAL_PRIOR = {
 # candidates evaluated per pass of the one-problem fit (lockstep.solve): a row's evaluation costs little more for
 # four times its columns, and most of the fit's passes are rejected steps (the shipped rows: 18 of 29)
 SPECULATE = 4
+# the fit's process pool only from this many CPUs: on 2 (the shipped rows, load ~6) two processes took 25.7 s of
+# CPU and 53 s of wall clock, one 22.4 s and 39 s (each pass pickles every row to the workers)
+POOL_MIN_CPUS = 4
 PRIOR_WEIGHT = 0.15  # residual weight of a one-width deviation from the prior, vs ~0.1 log-error of a row
 
 
@@ -244,8 +247,17 @@ def _solve(params, problems, cases, layouts, progress=None, workers: int | None 
         return lockstep.solve(problems, lambda theta, owners: evaluate(theta, freed[owners].T), progress, speculate)
 
 
+def fit_workers(workers: int | None) -> int:
+    """The processes fit() runs on: `workers`, or by default the CPUs where there are at least POOL_MIN_CPUS,
+    else one (this process)."""
+    from ..sweep import executors
+
+    return workers or (executors.default_workers() if executors.default_workers() >= POOL_MIN_CPUS else 1)
+
+
 def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | None = None) -> tuple[Calibration, dict]:
-    """Fit the parameters on cases with a measurement. Returns (calibration, fit info)."""
+    """Fit the parameters on cases with a measurement (on fit_workers(workers) processes). Returns (calibration,
+    fit info)."""
     cases = [c for c in cases if c.measured]
     if not cases:
         raise FlopcastError("no rows with a measured figure to fit on")
@@ -253,6 +265,7 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | Non
     x = np.array([p.prior for p in params])
     cal = _calibration(params, x)
     used: list[vt.Case] = []
+    workers = fit_workers(workers)
     for _ in range(rounds):
         used, layouts = _layouts(cases, cal, workers)
         sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts, workers=workers,
@@ -314,7 +327,7 @@ def provenance(path, cases, info) -> dict:
 
 def calibration_dict(cal: Calibration, prov: dict) -> dict:
     glob = {f.name: getattr(cal, f.name) for f in fields(Calibration)
-            if f.name not in ("families", "provenance", "mamf_transfer")}
+            if f.name not in ("families", "provenance", "mamf_transfer", "mamf_family")}
     return {
         "provenance": prov,
         "families": {k: {f.name: round(getattr(v, f.name), 4) for f in fields(FamilyEfficiency)}

@@ -280,10 +280,12 @@ def validate_inference(path, calibration=None) -> dict:
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
     "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_bytes_per_s": (1e9, 1e13),
-    "moe_expert_overhead_s": (1e-8, 1e-3),
+    "moe_expert_overhead_s": (1e-8, 1e-3), "moe_block_overhead_s": (1e-8, 1e-3),
 }
 FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_bytes_per_s": inf.STATIC_SHAPE_FAMILIES,
-               "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
+               "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES,
+               "moe_block_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
+PER_RELEASE = {"moe_block_bytes_per_s": releases.PER_RELEASE, "moe_block_overhead_s": releases.PER_RELEASE_OVERHEAD}
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
 
@@ -350,13 +352,14 @@ def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
 
 def _free_names(fam: str, mine: list) -> list[str]:
     """The family's free parameters; a static-shape family whose MoE rows state Neuron SDK releases fits one MoE
-    block rate per release (`moe_block_bytes_per_s@2.28`, cost/inference/releases.py) instead of one for all."""
+    block rate and one fixed cost per block per release (`moe_block_bytes_per_s@2.28`, `moe_block_overhead_s@2.28`,
+    cost/inference/releases.py) instead of one for all."""
     names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
-    stated = {releases.release_of(r.get("engine")) for r in mine if _is_moe(r)} - {None}
+    stated = sorted({releases.release_of(r.get("engine")) for r in mine if _is_moe(r)} - {None},
+                    key=releases.release_key)
     if "moe_block_bytes_per_s" not in names or not stated:
         return names
-    per = [releases.PER_RELEASE + rel for rel in sorted(stated, key=releases.release_key)]
-    return [m for n in names for m in (per if n == "moe_block_bytes_per_s" else [n])]
+    return [m for n in names for m in ([PER_RELEASE[n] + rel for rel in stated] if n in PER_RELEASE else [n])]
 
 
 def _is_moe(row) -> bool:
@@ -367,17 +370,20 @@ def _is_moe(row) -> bool:
 
 
 def _param(eff: inf.EngineEfficiency, name: str) -> float:
-    """A free parameter's value in eff; a release's block rate falls back to the family's one rate."""
-    if name.startswith(releases.PER_RELEASE):
-        return dict(eff.moe_block_rates).get(name.split("@")[1], eff.moe_block_bytes_per_s)
+    """A free parameter's value in eff; a release's block rate or fixed cost falls back to the family's one."""
+    if "@" in name:
+        head, rel = name.split("@")
+        per_release, one = releases.PER_RELEASE_FIELDS[head + "@"]
+        return dict(getattr(eff, per_release)).get(rel, getattr(eff, one))
     return getattr(eff, name)
 
 
 def _efficiency(prior: inf.EngineEfficiency, names: list, values) -> inf.EngineEfficiency:
     plain = {n: float(v) for n, v in zip(names, values) if "@" not in n}
-    rates = tuple((n.split("@")[1], float(v)) for n, v in zip(names, values) if "@" in n)
-    if rates:  # oldest first (_free_names); a user's forecast takes the newest
-        plain.update(moe_block_bytes_per_s=rates[-1][1], moe_block_rates=rates)
+    for head, (per_release, one) in releases.PER_RELEASE_FIELDS.items():
+        vals = tuple((n.split("@")[1], float(v)) for n, v in zip(names, values) if n.startswith(head))
+        if vals:  # oldest first (_free_names); a user's forecast takes the newest
+            plain.update({one: vals[-1][1], per_release: vals})
     return inf.EngineEfficiency(**{**asdict(prior), **plain})
 
 

@@ -371,19 +371,16 @@ def load_cases(path) -> tuple[list[Case], list[Skipped]]:
                                    _safe_float(row.get(MEASURED)), row.get("model", ""), chips))
     return cases, skipped
 
+
 def best_layout(case: Case, cal: Calibration) -> tuple[Layout | None, str]:
     """The stated layout completed by the search; (None, reason) when nothing valid fits.
 
     The branch-and-bound search (plan/bounded.py) finds the exhaustive search's best layout, ties broken alike,
     evaluating a fraction of the candidates (the fit searches every row twice: 13-17 s -> ~4.5 s for the shipped
-    training rows); the exhaustive search answers where its bound fails or no layout fits (the smallest footprint
-    and the rules' counts need every candidate)."""
-    table = bounded.WorkTable(case.model, case.system, cal, case.software)
-    out = bounded.search(case.model, case.system, case.chips, cal, case.space, table, allow_idle=False,
-                         software=case.software)
-    if out is None or out.n_fit == 0:
-        out = search_mod.search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
-                                software=case.software, keep=1)
+    training rows); the exhaustive search answers where its bound fails, no layout fits (the smallest footprint
+    and the rules' counts need every candidate) or the stated cells leave few candidates (bounded.best_search)."""
+    out = bounded.best_search(case.model, case.system, case.chips, cal, case.space, allow_idle=False,
+                              software=case.software)
     if out.n_fit == 0:
         if out.batch.size and out.results:
             i = int(np.argmin(out.results["memory_bytes"]))

@@ -27,7 +27,7 @@ class EngineEfficiency:
     request_overhead_s: float = 5e-3  # fixed cost per prefill (scheduling, sampling, host)
     thread_weights_per_cycle: float = 6.0  # CPUs: weights one thread dequantises and multiplies per clock cycle
     # static-shape engines: the rate at which the blockwise MoE context-encoding kernel moves each expert block's
-    # token rows (gathered in, accumulated out: roofline.moe_block_time); 0: no such kernel
+    # token rows and expert weights on one physical NeuronCore (roofline.moe_block_seconds); 0: no such kernel
     moe_block_bytes_per_s: float = 0.0
     # static-shape engines: fixed seconds per expert a decode pass's MoE kernel runs (touched experts, roofline.py)
     moe_expert_overhead_s: float = 0.0
@@ -38,6 +38,10 @@ class EngineEfficiency:
     # static-shape engines: (Neuron SDK release, moe_block_bytes_per_s) fitted on each release's MoE rows, oldest
     # first (releases.py); moe_block_bytes_per_s is then the newest's. (): one rate for every release
     moe_block_rates: tuple = ()
+    # static-shape engines: the blockwise kernel's fixed seconds per block, whatever it moves (roofline.py), and
+    # the same per Neuron SDK release, as moe_block_rates
+    moe_block_overhead_s: float = 0.0
+    moe_block_overheads: tuple = ()
 
 
 HARDWARE = ("compute", "memory")  # a family's hardware fractions; every other fitted number is software
@@ -53,15 +57,25 @@ ENGINE_FAMILIES = ("llama.cpp", "neuronx", "transformers-neuronx", "neuronx-v3",
 # theoretical bandwidth (NEURON_DMA_ENGINE_BYTES_PER_S): the blockwise kernel gathers each block's token rows by
 # their token_position_to_id indices and accumulates its output rows back; an indexed gather or scatter is a
 # software-DGE transfer whose descriptors the GpSimd engine generates at run time (nki.isa.dma_copy, "Descriptor
-# Generation Engine (DGE) Reference"). Assumed (the docs give no indexed-transfer rate): it runs at one engine's
-# rate, not spread over the core's 16 engines as a strided transfer is.
+# Generation Engine (DGE) Reference"). Assumed (the docs give no indexed-transfer rate): each physical core moves
+# its share of a block (roofline.moe_block_seconds) at one engine's rate, not spread over its 16 engines as a
+# strided transfer is; SDK 2.26's MoE rows on Trainium2 (LNC=2) and Trainium1 (LNC=1) ran at 26-27 GB/s so counted
+# (docs/accuracy.md).
 NEURON_DMA_ENGINE_BYTES_PER_S = 27.2e9  # per DMA engine, NeuronCore-v2 and -v3 (Neuron docs, "Introduction to
 # Direct Memory Access (DMA) with NKI": 16 engines per NeuronCore, 27.2 GB/s each, 38.4 GB/s on NeuronCore-v4)
+# The block's fixed cost: its dozen-odd transfers (3 x B/128 row tiles, the expert's weight tiles, its token
+# indices) each pay a setup that does not depend on their size ("a transfer has a fixed cost that does not depend
+# on its size: its descriptors have to be generated ..., the engines synchronize on semaphores, and each packet pays
+# a setup latency", Neuron docs, "How to identify and reduce inefficient DMA transfers"); the docs give no figure:
+# of order a microsecond each assumed, the fit (in log space) decides.
+NEURON_MOE_BLOCK_OVERHEAD_S = 10e-6
+_NEURON = dict(moe_block_overhead_s=NEURON_MOE_BLOCK_OVERHEAD_S)
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
-    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
-    "transformers-neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
-    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6),
+    "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6, **_NEURON),
+    "transformers-neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6,
+                                             **_NEURON),
+    "neuronx-v3": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6, **_NEURON),
     "gpu": EngineEfficiency(0.5, 0.7, 40e-6, 10e-3, 0.0),
 }
 
@@ -195,6 +209,8 @@ def load_inference_calibration() -> dict:
 
 
 RATES_KEY = "moe_block_rates"  # a fitted family's MoE block rate per Neuron SDK release, release -> bytes/s
+OVERHEADS_KEY = "moe_block_overheads"  # and its fixed seconds per block per release, release -> s
+PER_RELEASE_KEYS = {RATES_KEY: "bytes/s", OVERHEADS_KEY: "seconds"}
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -206,23 +222,28 @@ def to_yaml(eff: EngineEfficiency) -> dict:
     """A family's fitted efficiencies as inference_calibration.yaml stores them (4 significant figures)."""
     out = {}
     for k, v in asdict(eff).items():
-        if k == RATES_KEY:
+        if k in PER_RELEASE_KEYS:
             if v:
-                out[k] = {rel: float(f"{rate:.4g}") for rel, rate in v}
+                out[k] = {rel: float(f"{x:.4g}") for rel, x in v}
         else:
             out[k] = float(f"{v:.4g}")
     return out
 
 
-def from_yaml(fam: dict, where: str = "") -> EngineEfficiency:
-    """An EngineEfficiency from a calibration file's family mapping (release rates as a mapping)."""
-    fam = dict(fam)
-    rates = fam.pop(RATES_KEY, None) or {}
-    if not isinstance(rates, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in rates.values()):
-        raise FlopcastError(f"{where}{RATES_KEY}: {rates!r}; valid: a mapping of Neuron SDK release to bytes/s > 0")
+def _per_release(fam: dict, key: str, where: str) -> tuple:
+    values = fam.pop(key, None) or {}
+    if not isinstance(values, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values.values()):
+        raise FlopcastError(f"{where}{key}: {values!r}; valid: a mapping of Neuron SDK release to "
+                            f"{PER_RELEASE_KEYS[key]} > 0")
     try:
-        pairs = tuple(sorted(((str(k), float(v)) for k, v in rates.items()), key=lambda r: release_key(r[0])))
+        return tuple(sorted(((str(k), float(v)) for k, v in values.items()), key=lambda r: release_key(r[0])))
     except ValueError:
-        raise FlopcastError(f"{where}{RATES_KEY}: {sorted(rates)!r}; valid: releases such as 2.28") from None
-    return EngineEfficiency(**fam, moe_block_rates=pairs)
+        raise FlopcastError(f"{where}{key}: {sorted(values)!r}; valid: releases such as 2.28") from None
+
+
+def from_yaml(fam: dict, where: str = "") -> EngineEfficiency:
+    """An EngineEfficiency from a calibration file's family mapping (per-release values as mappings)."""
+    fam = dict(fam)
+    per = {key: _per_release(fam, key, where) for key in PER_RELEASE_KEYS}
+    return EngineEfficiency(**fam, **per)

@@ -1,12 +1,13 @@
-"""The Neuron software release an engine runs, and the MoE context-encoding block rate fitted for it.
+"""The Neuron software release an engine runs, and the MoE context-encoding block cost fitted for it.
 
 Neuron's blockwise MoE kernel ships inside the compiler (neuronx-cc) of each Neuron SDK release, so its cost per
 block is the release's, not the chip's: at the same layout (Trainium2, TP 4, H 2,048, 128 experts top-8, a
 2,048-token context encoding, 159 blocks a layer) Qwen3-30B-A3B under optimum-neuron on SDK 2.26 (neuronx-cc 2.21)
 takes 1,547 ms to its first token, Trinity-Mini under NxD Inference on SDK 2.28 (neuronx-cc 2.23) 371 ms
 (validation/more_inference_runs.csv di-9 and tm-1). A static-shape engine family's fit therefore carries one
-block rate per release its MoE rows state (`EngineEfficiency.moe_block_rates`, validate/inference.py), and a
-deployment takes the rate of the release its engine names (`SDK 2.28` in the engine text). A release without
+block rate and one fixed cost per block per release its MoE rows state (`EngineEfficiency.moe_block_rates` and
+`moe_block_overheads`, validate/inference.py; roofline.moe_block_seconds), and a deployment takes those of the
+release its engine names (`SDK 2.28` in the engine text). A release without
 fitted rows takes the nearest older fitted release's rate, and one older than every fitted release the prior (one
 DMA engine's rate, engines.PRIORS): a later release's kernel is no evidence for an earlier one's. An engine that
 names none (a user's forecast) takes the newest fitted release's, which is also the family's
@@ -18,12 +19,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .engines import PRIORS, RATES_KEY, STATIC_SHAPE_FAMILIES, EngineEfficiency, from_yaml, release_key, to_yaml
+from .engines import (OVERHEADS_KEY, PER_RELEASE_KEYS, PRIORS, RATES_KEY, STATIC_SHAPE_FAMILIES, EngineEfficiency,
+                      from_yaml, release_key, to_yaml)
 
-__all__ = ["RATES_KEY", "at_release", "block_rate", "from_yaml", "release_key", "release_of", "to_yaml"]
+__all__ = ["OVERHEADS_KEY", "PER_RELEASE_KEYS", "RATES_KEY", "at_release", "block_rate", "from_yaml", "release_key",
+           "release_of", "to_yaml"]
 
 _SDK = re.compile(r"\bSDK\s*v?(\d+)\.(\d+)", re.IGNORECASE)
 PER_RELEASE = "moe_block_bytes_per_s@"  # the fit's name of one release's block rate
+PER_RELEASE_OVERHEAD = "moe_block_overhead_s@"  # and of its fixed cost per block
+# a fitted per-release parameter -> (the EngineEfficiency field of its releases, the field a deployment uses)
+PER_RELEASE_FIELDS = {PER_RELEASE: (RATES_KEY, "moe_block_bytes_per_s"),
+                      PER_RELEASE_OVERHEAD: (OVERHEADS_KEY, "moe_block_overhead_s")}
 
 
 def release_of(engine: str | None) -> str | None:
@@ -50,11 +57,15 @@ def block_rate(rates, release: str | None, prior: float) -> tuple[float, str, st
 
 
 def at_release(eff: EngineEfficiency, engine: str | None, model, family: str) -> tuple[EngineEfficiency, str | None]:
-    """eff with the MoE block rate of the release `engine` states, and a note saying which; as it is for dense
-    models, other engine families and a fit without per-release rates."""
+    """eff with the MoE block rate and fixed cost per block of the release `engine` states, and a note saying which;
+    as it is for dense models, other engine families and a fit without per-release values."""
     if not (model.moe and family in STATIC_SHAPE_FAMILIES and eff.moe_block_rates):
         return eff, None
-    rate, used, how = block_rate(eff.moe_block_rates, release_of(engine), PRIORS[family].moe_block_bytes_per_s)
-    note = (f"MoE context-encoding block rate {rate / 1e9:.0f} GB/s ({how}; fitted per Neuron SDK release on the "
-            "Neuron MoE rows, cost/inference/releases.py)")
-    return replace(eff, moe_block_bytes_per_s=rate), note
+    release = release_of(engine)
+    rate, used, how = block_rate(eff.moe_block_rates, release, PRIORS[family].moe_block_bytes_per_s)
+    fixed = eff.moe_block_overhead_s
+    if eff.moe_block_overheads:
+        fixed = block_rate(eff.moe_block_overheads, release, PRIORS[family].moe_block_overhead_s)[0]
+    note = (f"MoE context-encoding block rate {rate / 1e9:.0f} GB/s a physical core, {fixed * 1e6:.0f} us fixed a "
+            f"block ({how}; fitted per Neuron SDK release on the Neuron MoE rows, cost/inference/releases.py)")
+    return replace(eff, moe_block_bytes_per_s=rate, moe_block_overhead_s=fixed), note

@@ -14,7 +14,7 @@ from .. import params as P
 from ..comm import Collective, collective_time, dispatch_time, p2p_time
 from .engines import STATIC_SHAPE_FAMILIES
 from .formats import effective_context
-from .replica import Deployment
+from .replica import NEURON_LOGICAL_CORES, Deployment
 
 
 def _op(flops, nbytes, d: Deployment):
@@ -86,39 +86,72 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
                         else 0.0 * new_tokens)
     parts["overhead"] = m.layers * d.efficiency.layer_overhead_s + 0.0 * new_tokens
     if uses_moe_blocks(d):
-        parts["moe/blocks"] = moe_block_time(d, new_tokens)
+        parts["moe/blocks"] = moe_block_time(d, new_tokens, seqs)
     total = sum(parts.values())
     return total, parts
 
 
-MOE_BLOCK_TOKENS = 512  # NxD Inference's default block size of the blockwise MoE matmul (blockwise_matmul_config)
-MOE_BLOCKWISE_ABOVE = 128  # passes of more tokens take the context-encoding (CTE) kernel ("T > 128")
+MOE_BLOCK_TOKENS = 512  # B: neuronx_distributed's DEFAULT_BLOCK_SIZE (modules/moe/model_utils.py)
 MOE_BLOCK_ROWS_MOVED = 3  # per block: its token rows gathered in, and the output rows read and written to accumulate
 
 
-def moe_block_time(d: Deployment, new_tokens):
-    """Seconds the blockwise MoE kernel a static-shape engine runs in context encoding spends moving its blocks.
+def moe_blocks(tokens, experts, topk):
+    """Blocks one MoE layer's blockwise kernel runs for `tokens` tokens routed top-k over `experts` local experts.
 
-    Neuron's MoE context-encoding kernel (NKI library, "MoE CTE Kernel": blockwise matrix multiplication,
-    tokens pre-assigned to blocks by token_position_to_id, results accumulated across blocks) gives each expert
-    its tokens in blocks of MOE_BLOCK_TOKENS; with T tokens routed top-k over E experts at most E - 1 blocks are
-    partly filled, and the kernel "loops over all blocks, without considering they are padded or non-padded", so
-    a layer runs ceil(T k / block) + E - 1 full blocks. Each block gathers its token rows of the hidden state
-    ([block, H]) and accumulates its output rows ([block, H], read and written) on every tensor-parallel rank
-    (tensor parallelism splits the experts' intermediate dimension, not H), so a block costs
-    MOE_BLOCK_ROWS_MOVED x block x H x 2 bytes at the engine family's `moe_block_bytes_per_s` (fitted on the
-    Neuron MoE rows), whatever the TP degree: Qwen3-30B-A3B (H 2,048) spends half of what Qwen3-235B-A22B (H
-    4,096) does a block. A decode pass (at most MOE_BLOCKWISE_ABOVE tokens) runs each expert its tokens touch
-    once, each with `moe_expert_overhead_s` (fitted likewise). Other engines: 0."""
+    neuronx_distributed ExpertMLPsV2.forward_blockwise (SDK 2.26-2.29): N = ceil((T k - (E - 1)) / B) + E - 1, the
+    worst case of E - 1 experts holding one token each, at most T k; the kernel "loops over all blocks, without
+    considering they are padded or non-padded" (NKI library, blockwise MM kernels; skip_dma off by default)."""
+    tk = np.asarray(tokens, dtype=float) * topk
+    return np.minimum(np.ceil(np.maximum(tk - (experts - 1), 0.0) / MOE_BLOCK_TOKENS) + experts - 1, tk)
+
+
+def runs_blockwise(tokens, per_sequence, topk, experts):
+    """Whether a pass runs the blockwise kernel (ExpertMLPsV2.forward, inference): a token-generation pass (one
+    token per sequence) never does (selective loading or all experts); a context-encoding or speculation pass does
+    when it loads every expert (T k / E >= 1, else selective loading) and fills a block (T k >= B, else all experts
+    at once: "more efficient to run all_experts instead of blockwise")."""
+    tk = np.asarray(tokens, dtype=float) * topk
+    return (np.asarray(per_sequence, dtype=float) > 1.0) & (tk >= experts) & (tk >= MOE_BLOCK_TOKENS)
+
+
+def moe_block_seconds(d: Deployment) -> float:
+    """Seconds of one block of the blockwise MoE context-encoding kernel on one rank.
+
+    Each rank (logical NeuronCore) runs every block: tensor parallelism splits the experts' intermediate dimension
+    (I / ranks), not the blocks. The kernel at LNC=2 splits the hidden dimension over the logical core's physical
+    cores ("blockwise_mm_baseline_shard_hidden", NKI library experimental/moe/forward/bwmm_shard_on_H.py: each of
+    the LNC shards gathers its H / LNC columns of the block's B token rows, loads that slice of the expert's gate/up
+    [H, 2 I_tp] and down [I_tp, H] weights, and reads and writes back its slice of the output rows), so one physical
+    core moves (3 B H x 2 + 3 H I_tp x w) / LNC bytes a block, at the release's fitted `moe_block_bytes_per_s`
+    (prior: one DMA engine), plus the release's fixed `moe_block_overhead_s` (its transfers' setup). Under expert
+    parallelism a chip holds whole experts, I split over its own cores only."""
+    m, chip, eff = d.model, d.system.chip, d.efficiency
+    lnc = max(1, chip.cores // NEURON_LOGICAL_CORES.get(chip.id, chip.cores))
+    ranks = d.shards // d.ep if d.expert_parallel else d.shards
+    i_tp = m.moe.expert_ffn / max(ranks, 1)
+    moved = MOE_BLOCK_ROWS_MOVED * MOE_BLOCK_TOKENS * m.hidden * 2.0 + 3.0 * m.hidden * i_tp * d.weights.bits / 8.0
+    return eff.moe_block_overhead_s + moved / lnc / eff.moe_block_bytes_per_s
+
+
+def moe_block_time(d: Deployment, new_tokens, seqs=None):
+    """Seconds the static-shape engine's MoE kernels add to a pass of `new_tokens` tokens over `seqs` sequences.
+
+    A context-encoding pass that runs the blockwise kernel (runs_blockwise) costs moe_blocks x moe_block_seconds
+    a MoE layer (NKI library "MoE CTE Kernel": tokens pre-assigned to blocks by token_position_to_id, results
+    accumulated across blocks); under expert parallelism each rank runs its E / ep experts' blocks of its T / ep
+    tokens' routed copies. Any other pass (decode, small speculation) runs each expert its tokens touch once, each
+    with `moe_expert_overhead_s`. seqs None: one sequence (a prompt). Other engines: 0."""
     t = np.asarray(new_tokens, dtype=float)
     if not uses_moe_blocks(d):
         return 0.0 * t
     m, eff = d.model, d.efficiency
     e = m.moe
-    blocks = np.ceil(t * e.topk / MOE_BLOCK_TOKENS) + e.experts - 1
+    per_seq = t if seqs is None else t / np.maximum(np.asarray(seqs, dtype=float), 1.0)
+    ep = d.ep if d.expert_parallel else 1
+    blocks = moe_blocks(t / ep, e.experts // ep, e.topk)
     touched = e.experts * (1.0 - (1.0 - e.topk / e.experts) ** np.maximum(t, 1.0))  # as _mlp_weights
-    block_s = MOE_BLOCK_ROWS_MOVED * MOE_BLOCK_TOKENS * m.hidden * 2.0 / eff.moe_block_bytes_per_s
-    return m.moe_layers * np.where(t > MOE_BLOCKWISE_ABOVE, blocks * block_s,
+    block_s = moe_block_seconds(d) if eff.moe_block_bytes_per_s > 0 else 0.0
+    return m.moe_layers * np.where(runs_blockwise(t / ep, per_seq, e.topk, e.experts // ep), blocks * block_s,
                                    touched * eff.moe_expert_overhead_s)
 
 

@@ -1,0 +1,95 @@
+"""What keeps `calibrate training` and the heavy searches fast, each checked by what it saves (calls, not seconds),
+with the same answers."""
+
+import numpy as np
+
+from flopcast import catalog
+from flopcast import allocator
+from flopcast.plan import bounded
+from flopcast.sweep import executors
+from flopcast.validate import calibrate as cb
+from flopcast.validate import training as vt
+
+
+def _cases(rows=("d-2", "14", "d-25")):
+    cases, _ = vt.load_cases("training")
+    return [c for c in cases if c.run_id in rows]
+
+
+def test_a_small_stated_search_is_exhaustive_with_the_bounded_search_s_layout(monkeypatch):
+    cal = catalog.calibration()
+    cases = _cases()
+    calls = []
+    real = bounded.search
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    monkeypatch.setattr(bounded, "search", counted)
+    small = [c for c in cases if bounded.candidate_count(c.model, c.system, c.chips, c.space, False)
+             <= bounded.EXHAUSTIVE_UP_TO]
+    assert small and len(small) < len(cases)  # a row of each kind
+    fast = [vt.best_layout(c, cal) for c in cases]
+    assert len(calls) == len(cases) - len(small)  # the small rows never ran the bounded search
+    monkeypatch.setattr(bounded, "EXHAUSTIVE_UP_TO", 0)
+    assert [vt.best_layout(c, cal) for c in cases] == fast  # the same layouts and reasons with it
+    assert len(calls) == 2 * len(cases) - len(small)
+
+
+def test_the_fit_runs_in_one_process_on_two_cpus(monkeypatch):
+    monkeypatch.setattr(executors, "default_workers", lambda: 2)
+    assert cb.fit_workers(None) == 1 and cb.fit_workers(3) == 3
+    monkeypatch.setattr(executors, "default_workers", lambda: 16)
+    assert cb.fit_workers(None) == 16
+
+
+def test_the_fit_speculates_with_the_same_answer(monkeypatch):
+    cases = _cases(("d-2", "14", "d-9", "d-30", "66"))
+    passes = []
+    real = cb._log_ratio_columns
+
+    def counted(*a):
+        passes.append(a[3].shape[1])
+        return real(*a)
+    monkeypatch.setattr(cb, "_log_ratio_columns", counted)
+    fast = cb.fit(cases, rounds=1, workers=1)
+    n_fast = len(passes)
+    monkeypatch.setattr(cb, "SPECULATE", 1)
+    plain = cb.fit(cases, rounds=1, workers=1)
+    assert cb.calibration_dict(fast[0], {}) == cb.calibration_dict(plain[0], {}) and fast[1] == plain[1]
+    assert n_fast < len(passes) - n_fast  # fewer evaluations of the rows for the same fit
+
+
+def test_the_command_line_sets_the_allocator_thresholds(monkeypatch):
+    calls = []
+    monkeypatch.setattr(allocator, "tune", lambda: calls.append(1) or True)
+    from flopcast.cli import main
+
+    assert main(["catalog", "--help"]) == 0
+    assert calls == [1]
+
+
+def test_the_thresholds_take_on_glibc():
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return  # elsewhere tune() declines (and says so)
+    assert allocator.tune() is True
+    a = np.ones(1 << 20)  # a block under the threshold still computes as before
+    assert float(a.sum()) == float(1 << 20)
+
+
+def test_distinct_layouts_are_counted_not_sorted_with_np_unique_s_answer(monkeypatch):
+    from flopcast.model.strategy import LAYOUT_FIELDS, LayoutBatch
+    from flopcast.simulate import training
+
+    rng = np.random.default_rng(1)
+    lb = LayoutBatch.from_arrays(**{f: rng.integers(0, 4, 20_000) for f in LAYOUT_FIELDS})
+    rows = np.stack([getattr(lb, f) for f in training.LAYER_FIELDS], axis=1)
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    sorts = []
+    real = np.unique
+    monkeypatch.setattr(np, "unique", lambda *a, **k: sorts.append(1) or real(*a, **k))
+    got = training._distinct(lb, training.LAYER_FIELDS)
+    assert not sorts
+    assert np.array_equal(got[0], first) and np.array_equal(got[1], inverse.reshape(-1))
