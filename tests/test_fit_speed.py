@@ -84,7 +84,7 @@ def test_distinct_layouts_are_counted_not_sorted_with_np_unique_s_answer(monkeyp
     from flopcast.simulate import training
 
     rng = np.random.default_rng(1)
-    lb = LayoutBatch.from_arrays(**{f: rng.integers(0, 4, 20_000) for f in LAYOUT_FIELDS})
+    lb = LayoutBatch.from_arrays(**{f: rng.choice([1, 7, 64, 5000, 65536], 20_000) for f in LAYOUT_FIELDS})
     rows = np.stack([getattr(lb, f) for f in training.LAYER_FIELDS], axis=1)
     _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
     sorts = []
@@ -93,3 +93,41 @@ def test_distinct_layouts_are_counted_not_sorted_with_np_unique_s_answer(monkeyp
     got = training._distinct(lb, training.LAYER_FIELDS)
     assert not sorts
     assert np.array_equal(got[0], first) and np.array_equal(got[1], inverse.reshape(-1))
+
+
+def test_nothing_fitting_takes_the_bounded_search_s_smallest_footprint(monkeypatch):
+    from flopcast.plan import search as search_mod
+
+    model, system = catalog.load_model("llama3-405b"), catalog.load_system("p5.48xlarge")
+    space, cal = search_mod.SearchSpace(), catalog.calibration()
+    assert bounded.candidate_count(model, system, 8, space, False) > bounded.EXHAUSTIVE_UP_TO
+    full = search_mod.search(model, system, 8, cal, space, allow_idle=False, keep=1)
+    calls = []
+    real = search_mod.search
+    monkeypatch.setattr(search_mod, "search", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = bounded.best_search(model, system, 8, cal, space, allow_idle=False)
+    assert not calls and out.n_fit == full.n_fit == 0  # 405B on 8 H100s: nothing fits; no exhaustive repeat
+
+    def smallest(o):
+        return o.batch.layout(int(np.argmin(o.results["memory_bytes"])))
+    assert smallest(out) == smallest(full)
+
+
+def test_the_bounded_search_builds_only_valid_candidates_the_same_as_expanding_them():
+    from flopcast.plan import search as search_mod
+
+    for name, sys_name, chips in (("deepseek-v3", "trn2.48xlarge", 1024), ("llama3-8b", "p5.48xlarge", 64)):
+        model, system = catalog.load_model(name), catalog.load_system(sys_name)
+        base, pairs, ch, _ = search_mod._passing_base(model, system, chips, search_mod.SearchSpace(), True)
+        rows = base[:200]
+        full = search_mod._expand(rows, pairs, ch)
+        ok = search_mod._apply(search_mod.expanded_rules(
+            model, full.tp, full.pp, full.vp, full.schedule, full.sequence_parallel,
+            search_mod.micro_batches_of(full), full.recompute, full.etp), np.ones(full.size, dtype=bool), {})
+        for d in np.unique(full.dtype):
+            if search_mod.training_dtype_problem(system.chip, search_mod.Dtype(int(d))):
+                ok &= full.dtype != d
+        lb, local = bounded._valid_expansion(model, system, rows, pairs, ch)
+        assert np.array_equal(local, np.nonzero(ok)[0]) and 0 < lb.size < full.size
+        want = full.take(local)
+        assert all(np.array_equal(getattr(lb, f), getattr(want, f)) for f in search_mod.LAYOUT_FIELDS)

@@ -104,13 +104,15 @@ def candidate_count(model, system, chips: int, space: S.SearchSpace, allow_idle:
 
 def best_search(model, system, chips: int, cal, space: S.SearchSpace, allow_idle: bool = True,
                 software: Software = MODERN_SOFTWARE) -> S.SearchOutcome:
-    """The throughput search's outcome for its best layout (or, where none fits, its smallest footprint and the
-    rules' counts): exhaustive up to EXHAUSTIVE_UP_TO candidates, else bounded, and exhaustive where the bound
-    fails or nothing fits. The same best layout either way (search())."""
+    """The throughput search's outcome for its best layout (or, where none fits, its smallest footprint; the rules'
+    counts where no candidate is valid): exhaustive up to EXHAUSTIVE_UP_TO candidates, else bounded, and
+    exhaustive where the bound fails or no candidate is left. The same layout either way: search()'s best, and
+    where nothing fits the bounded search has pruned nothing (no score to prune with) and kept the smallest
+    footprint by exhaustive position (_Found.note_unfit, streamed.Kept), as the exhaustive search does."""
     out = None
     if candidate_count(model, system, chips, space, allow_idle) > EXHAUSTIVE_UP_TO:
         out = search(model, system, chips, cal, space, WorkTable(model, system, cal, software), allow_idle, software)
-    if out is None or out.n_fit == 0:
+    if out is None or not out.batch.size:
         out = S.search(model, system, chips, cal, space, allow_idle=allow_idle, software=software, keep=1)
     return out
 
@@ -227,19 +229,10 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
     """Expand base[rows] and keep the layouts that pass the remaining rules, whose bound can beat the best found
     and, in a large slice, that fit in memory: (layouts, keys in the exhaustive order, lower bounds), or None
     where none is left."""
-    lb = S._expand(base[rows], pairs, ch)
-    local = np.arange(lb.size)
-    key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
-    ok = np.ones(lb.size, dtype=bool)
-    ok = S._apply(S.expanded_rules(model, lb.tp, lb.pp, lb.vp, lb.schedule, lb.sequence_parallel,
-                                   S.micro_batches_of(lb), lb.recompute, lb.etp), ok, {})
-    for d in sorted({int(d) for d in ch.dtype}):  # the dtypes lb holds (_expand's grid), without sorting lb
-        if S.training_dtype_problem(system.chip, Dtype(d)):
-            ok &= lb.dtype != d
-    idx = np.nonzero(ok)[0]
-    if not idx.size:
+    lb, local = _valid_expansion(model, system, base[rows], pairs, ch)
+    if not lb.size:
         return None
-    lb, key = lb.take(idx), key[idx]
+    key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
     lower = layout_bounds(model, table, lb)
     promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
     if not promising.size:
@@ -258,3 +251,28 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
                 return None
             lb, key, lower = lb.take(np.nonzero(room)[0]), key[room], lower[room]
     return lb, key, lower
+
+
+def _valid_expansion(model, system, rows: np.ndarray, pairs: list, ch) -> tuple[LayoutBatch, np.ndarray]:
+    """The candidates of base `rows` (S._expand's, in its order) that pass the expanded rules and the chip's data
+    types, and their indices in S._expand(rows, pairs, ch): the rules judged on the expansion's grid (row x pair
+    x recompute x sharding x sp x dtype) from each axis's values and only the valid candidates built, as the
+    exhaustive search's S._valid_slices does (the rules are elementwise: the same verdicts as on the expansion)."""
+    pair_arr = np.array(pairs, dtype=np.int64)
+    axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
+                                                                      ch.sequence_parallel, ch.dtype)]
+    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
+    shape = (len(rows), len(pairs), *map(len, axes))
+    m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # S.micro_batches_of
+    ok = S._apply(S.expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
+                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda: m, on(axes[0], 2),
+                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), {})
+    for d in sorted(set(axes[3].tolist())):
+        if S.training_dtype_problem(system.chip, Dtype(d)):
+            ok[..., axes[3] == d] = False
+    local = np.flatnonzero(ok)
+    r, p, rc, sh, sp, dt = np.unravel_index(local, shape)
+    b = rows[r]
+    return LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
+                       ep=b[:, 6], etp=b[:, 7], vp=pair_arr[p, 0], schedule=pair_arr[p, 1], recompute=axes[0][rc],
+                       sharding=axes[1][sh], sequence_parallel=axes[2][sp], dtype=axes[3][dt]), local

@@ -50,6 +50,9 @@ def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray,
     radix = 1
     for c in cols:
         top = int(c.max(initial=0)) + 1
+        if c.min(initial=0) >= 0 and top <= 4 * lb.size + (1 << 16):  # each value by its rank among the column's
+            present = np.bincount(c, minlength=top) > 0  # (the same order of combinations, a far smaller key)
+            c, top = (np.cumsum(present) - 1)[c], int(np.count_nonzero(present))
         if c.min(initial=0) < 0 or radix * top >= 2**62:  # cannot pack into one integer: compare rows
             _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
             return first, inverse.reshape(-1)
