@@ -120,7 +120,7 @@ def _pruned(kept: Kept, piece: LayoutBatch, evaluate, score, pruning: Pruning, c
     position = kept.valid + np.arange(piece.size)
     kept.valid += piece.size
     kept.fit += int(np.count_nonzero(fits))
-    i = int(np.lexsort((position, nbytes))[0])
+    i = _smallest(nbytes)
     if closest is None or (nbytes[i], position[i]) < closest[:2]:
         closest = (float(nbytes[i]), int(position[i]), piece.take(np.array([i])))
     idx = np.nonzero(fits)[0]
@@ -138,3 +138,9 @@ def _pruned(kept: Kept, piece: LayoutBatch, evaluate, score, pruning: Pruning, c
             return closest
         kept.add(sub, res, s, position=position[idx], count=False)
     return closest
+
+
+def _smallest(nbytes: np.ndarray) -> int:
+    """The index of the smallest footprint of a chunk, the first of equals: np.lexsort((position, nbytes))[0]
+    for positions in increasing order (NaN sorts last), without sorting the chunk."""
+    return 0 if np.isnan(nbytes).all() else int(np.nanargmin(nbytes))

@@ -390,17 +390,21 @@ def _memory(c: _Ctx, kinds, stage_layers, dense_params, expert_params, layer_den
                                                optimizer_bytes=o_bytes)
     fp8 = c.x["fp8"]
 
-    def act(rc):
-        return sum(n * memory.layer_activation_bytes(model, model.seq_len / c.f["cp"], c.f["micro_batch"], tp,
-                                                     sp=c.x["sp"], recompute=rc, moe_layer=is_moe, etp=c.f["etp"],
-                                                     flash=c.software.flash_attention, fp8=fp8,
-                                                     quantized_bytes=c.x["operand_bytes"],
+    def act(rc, at=slice(None)):  # per layout (of those at `at`)
+        return sum(n * memory.layer_activation_bytes(model, model.seq_len / c.f["cp"][at], c.f["micro_batch"][at],
+                                                     tp[at], sp=c.x["sp"][at], recompute=rc, moe_layer=is_moe,
+                                                     etp=c.f["etp"][at], flash=c.software.flash_attention,
+                                                     fp8=fp8[at], quantized_bytes=c.x["operand_bytes"][at],
                                                      named_remat=c.software.named_remat_on(c.system.chip.family))
                    for n, is_moe, _ in kinds) / L
-    act_layer, act_full_layer = act(lb.recompute), act(Recompute.NONE)
+    act_layer = act(lb.recompute)
+    # the one layer being recomputed (per-operator recomputation rebuilds a whole block's forward too): its full
+    # activations, computed only for the layouts that rebuild one
+    rebuilt = np.flatnonzero(c.full_rec | (lb.recompute == Recompute.OP))
+    working = np.zeros(np.shape(act_layer))
+    if rebuilt.size:
+        working[rebuilt] = act(Recompute.NONE, rebuilt)
     inflight = memory.inflight_factor(c.f["pp"], c.v, c.m, lb.schedule)
-    # the one layer being recomputed (per-operator recomputation rebuilds a whole block's forward too)
-    working = np.where(c.full_rec | (lb.recompute == Recompute.OP), act_full_layer, 0.0)
     pp = c.f["pp"]
     last_layers = stage_layers + model.mtp_layers  # the MTP modules sit with the output head
     first = stage_layers * act_layer * inflight + working + T * h * memory.ACT_BYTES
