@@ -215,3 +215,22 @@ def test_calibration_parameters_are_held_to_their_ranges(tmp_path, capsys, text,
     assert main(["infer", "llama3-8b", "-H", "trn2.48xlarge", "--calibration", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_calibrate_with_no_row_that_runs_is_refused(tmp_path, capsys):
+    """Fuzz seed 606, case 386: a file whose one measured row has no valid layout (ep 8 on a dense model) was fitted
+    on 0 runs, printed `fit MAPE nan%` and wrote a calibration."""
+    import csv
+
+    with open("validation/calibration_runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["model"] == "LLAMA3_8B" and r["hardware"] == "gb300")
+    row["ep"] = "8"
+    path, out = tmp_path / "runs.csv", tmp_path / "cal.yaml"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    assert main(["calibrate", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: none of the 1 rows") and "nothing to fit on" in err and not out.exists(), err
