@@ -22,11 +22,12 @@ def layout_options(f):
         click.option("--micro-batch", type=click_type("micro_batch"), help="Sequences per micro-batch."),
         click.option("--global-batch", type=click_type("global_batch"), help="Sequences per optimizer step."),
         click.option("--seq-len", type=click_type("seq_len"), help="Training sequence length (default: the model's)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full", "mlp", "op", "qkv_context"]),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full", "mlp", "op", "qkv_context",
+                                                     "qkv"]),
                      help="Activation recomputation (mlp: the MLP recomputed, attention's activations kept; op: "
                           "torchtitan's per-operator policy, every second matmul recomputed; qkv_context: the "
                           "layer input, Q, K, V and attention's output kept, the rest recomputed, MaxText's "
-                          "remat_policy custom)."),
+                          "remat_policy custom; qkv: the layer input, Q, K and V kept, attention recomputed too)."),
         click.option("--sharding", type=click.Choice(["none", "zero1", "zero2", "zero3", "fsdp"]),
                      help="Optimizer/gradient/weight sharding over data parallel (ZeRO stage; fsdp = zero3)."),
         click.option("--sequence-parallel/--no-sequence-parallel", default=None,

@@ -71,6 +71,28 @@ def flash_kernel_slowdown(kernel: FlashKernel, family: str) -> tuple[float, floa
     return 1.0, 1.0
 
 
+# Chip families whose matrix unit is a weight-stationary systolic array: the catalog's tile is the array (the RHS
+# tile, contraction x output columns), not a kernel's chosen block as on GPUs, whose flash kernels pick CTA tiles per
+# head dimension. TPU MXU 128x128, 256x256 on v6e (the Scaling Book, jax-ml/scaling-book tpus.md, Appendix B: the
+# weights, the RHS, fill the 128x128 array, and on v6e's 256x256 array "the dimensions of your tensors needs to be
+# twice as large to utilize the MXU fully"); Trainium's 128x128 PE array.
+SYSTOLIC_FAMILIES = frozenset({"tpu", "trainium", "inferentia"})
+
+
+def head_dim_fill(family: str, tile: tuple[int, int], d_qk, d_v):
+    """Share of a systolic array's multipliers a fused attention kernel's matmuls use: S = Q K^T contracts over the
+    q/k head dimension (the array's rows), O = P V writes v-head-dimension columns (the array's columns), each padded
+    to whole arrays; each of the backward's matmuls puts a head dimension on one side of the array too (the
+    contraction of dP = dO V^T, the output columns of dV = P^T dO, dQ = dS K and dK = dS^T Q), so on a square array
+    the forward's fill holds for it. The two forward matmuls' FLOPs weigh d_qk and d_v. 1 outside SYSTOLIC_FAMILIES."""
+    if family not in SYSTOLIC_FAMILIES:
+        return 1.0
+    rows, cols = tile
+    fill_qk = d_qk / (np.ceil(d_qk / rows) * rows)
+    fill_pv = d_v / (np.ceil(d_v / cols) * cols)
+    return (d_qk + d_v) / (d_qk / fill_qk + d_v / fill_pv)
+
+
 # standard attention backward: 4 matmuls to the forward's 2, scores read back, not recomputed
 UNFUSED_BACKWARD_FACTOR = 2.0
 

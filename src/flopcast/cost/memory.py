@@ -109,6 +109,11 @@ def _qkv_context_kept_bytes(m: Model, t, sp):
     return ACT_BYTES * np.where(sp, (m.hidden + _attention_elems(m)) / t, m.hidden + _attention_elems(m) / t)
 
 
+def _qkv_kept_bytes(m: Model, t, sp):
+    """Bytes per token a layer keeps under Recompute.QKV: `_qkv_context_kept_bytes` without the attention output."""
+    return _qkv_context_kept_bytes(m, t, sp) - ACT_BYTES * m.attn_out_dim / t
+
+
 def deepseek_recipe(m: Model, recompute):
     """Where selective recomputation follows DeepSeek-V3's recipe (MLA models), per layout."""
     return (recompute == Recompute.SELECTIVE) & bool(m.mla)
@@ -152,10 +157,13 @@ def layer_activation_bytes(m: Model, s, b, t, *, sp, recompute, moe_layer: bool,
         kept = np.where(recompute == Recompute.MLP, per_token(False, True), kept)
     if np.any(recompute == Recompute.QKV_CONTEXT):
         kept = np.where(recompute == Recompute.QKV_CONTEXT, _qkv_context_kept_bytes(m, t, sp), kept)
+    if np.any(recompute == Recompute.QKV):
+        kept = np.where(recompute == Recompute.QKV, _qkv_kept_bytes(m, t, sp), kept)
     if np.any(recompute == Recompute.OP) and not (m.mla or moe_layer):
         kept = np.where(recompute == Recompute.OP, _op_kept_bytes(m, t, sp), kept)
     scores = 0.0 if flash else 5.0 * m.heads * s / t  # softmax out 2, dropout mask 1, dropout out 2 (bytes)
-    stats = 4.0 * 2 * m.heads / t if flash else 0.0  # flash attention keeps fp32 row max and sum
+    # flash attention keeps fp32 row max and sum, except where its forward is recomputed (QKV)
+    stats = np.where(recompute == Recompute.QKV, 0.0, 4.0 * 2 * m.heads / t if flash else 0.0)
     # MLP recomputation saves the q/k/v projections, the context and the output projection (AXLearn's default
     # remat policy, attention.build_remat_spec: save_only_these_names q_proj, k_proj, v_proj, context, o_proj), not
     # an unfused attention's scores, which its backward recomputes from Q and K

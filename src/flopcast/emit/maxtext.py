@@ -22,7 +22,8 @@ SOURCE = "AI-Hypercomputer/maxtext src/maxtext/configs/base.yml"
 # 'save_dot_with_context_except_mlp' keeps attention's matmul outputs and context and recomputes the MLP's
 REMAT = {Recompute.NONE: "minimal_with_context", Recompute.SELECTIVE: "minimal", Recompute.FULL: "full",
          Recompute.MLP: "save_dot_with_context_except_mlp", Recompute.QKV_CONTEXT: "custom",
-         Recompute.OP: "minimal"}  # OP (torchtitan's per-operator policy) has no MaxText name: emitted as minimal
+         # OP (torchtitan's per-operator policy) has no MaxText name: emitted as minimal
+         Recompute.QKV: "save_qkv_proj", Recompute.OP: "minimal"}
 QKV_CONTEXT_NAMES = ("decoder_layer_input", "query_proj", "key_proj", "value_proj", "context")
 DTYPE = {Dtype.BF16: ("bfloat16", ""), Dtype.FP8: ("bfloat16", "fp8"), Dtype.INT8: ("bfloat16", "int8"),
          Dtype.FP32: ("float32", ""), Dtype.FP16: ("float16", "")}

@@ -55,10 +55,10 @@ def _settings(model, layout, system=None, graphs=CudaGraphs.NONE, dispatcher=Dis
         s["recompute_granularity"] = "selective"
     elif layout.recompute == Recompute.MLP:  # Megatron-Core --recompute-modules (its default: core_attn)
         s.update(recompute_granularity="selective", recompute_modules="moe" if model.moe else "mlp")
-    elif layout.recompute == Recompute.QKV_CONTEXT:
+    elif layout.recompute in (Recompute.QKV_CONTEXT, Recompute.QKV):
         s.update(recompute_granularity="selective", recompute_modules="moe" if model.moe else "mlp")
-        missing.append("recompute qkv_context: Megatron has no switch to recompute the output projection; emitted "
-                       "as MLP recomputation, which recomputes less and holds more")
+        missing.append(f"recompute {layout.recompute.name.lower()}: Megatron has no switch to recompute the output "
+                       "projection; emitted as MLP recomputation, which recomputes less and holds more")
     elif layout.recompute == Recompute.OP:
         s["recompute_granularity"] = "selective"
         missing.append("recompute op: torchtitan's per-operator policy has no Megatron switch; emitted as selective "

@@ -68,7 +68,8 @@ def _model(model, layout) -> dict:
            # NxD Training checkpoints full layers or core attention only: MLP recomputation becomes full (holds less)
            "activations_checkpoint_granularity": {Recompute.FULL: "full", Recompute.SELECTIVE: "selective",
                                                   Recompute.MLP: "full", Recompute.OP: "full",
-                                                  Recompute.QKV_CONTEXT: "full"}.get(layout.recompute),
+                                                  Recompute.QKV_CONTEXT: "full",
+                                                  Recompute.QKV: "full"}.get(layout.recompute),
            "fusions": {"flash_attention": True}}
     if m.moe:
         out["moe"] = {"num_experts": m.moe.experts, "top_k": m.moe.topk, "frequency": m.moe.layer_freq,

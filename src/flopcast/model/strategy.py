@@ -39,6 +39,12 @@ class Recompute(IntEnum):
     # residuals 'context', attention_op.py residual_checkpoint_name), as the tpu-recipes Ironwood Llama 3.1 70B runs
     # state; a JAX checkpoint policy, taken only where stated
     QKV_CONTEXT = 5
+    # the layer input, Q, K and V kept (on device or offloaded to host), everything else recomputed: the attention
+    # core (its output, 'context', is not kept), the norms, the output projection and the MLP. MaxText remat_policy
+    # save_qkv_proj, qkv_proj_offloaded, or custom with decoder_layer_input, query_proj, key_proj and value_proj kept
+    # and context not (layers/decoders.py get_remat_policy: save_and_offload_only_these_names recomputes every
+    # unnamed tensor), as the tpu-recipes v6e Llama recipes run; a JAX checkpoint policy, taken only where stated
+    QKV = 6
 
 
 # What a search tries when the recomputation is left blank: OP is one framework's policy, taken only when stated

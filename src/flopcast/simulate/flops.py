@@ -64,7 +64,9 @@ def recompute_flops_per_token(model: Model, recompute, flash_attention: bool):
     mlp = _mlp_flops_per_token(model) + (0.0 if flash_attention else _attention_flops_per_token(model) / 3.0)
     # QKV_CONTEXT: the MLP's and the output projection's forward (2 FLOPs per weight, every layer)
     qkv_context = mlp + 2.0 * model.hidden * model.attn_out_dim * (model.layers + model.mtp_layers)
+    # QKV: those and the attention core's forward (the context is not kept)
+    qkv = qkv_context + (_selective_flops_per_token(model) if flash_attention else 0.0)
     return np.select([recompute == Recompute.FULL, recompute == Recompute.SELECTIVE, recompute == Recompute.MLP,
-                      recompute == Recompute.OP, recompute == Recompute.QKV_CONTEXT],
+                      recompute == Recompute.OP, recompute == Recompute.QKV_CONTEXT, recompute == Recompute.QKV],
                      [model_flops_per_token(model) / 3.0, _selective_flops_per_token(model), mlp,
-                      _op_flops_per_token(model), qkv_context], 0.0)
+                      _op_flops_per_token(model), qkv_context, qkv], 0.0)

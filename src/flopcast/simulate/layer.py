@@ -137,7 +137,8 @@ def _attention_core(model: Model, chip, fam, x: dict, d_qk, d_v, sliding: bool, 
     flops = compute.attention_core_flops(b, s / cp, s_kv, model.heads / tp, d_qk, d_v, causal)
     if software.flash_attention:
         fwd_slow, bwd_slow = compute.flash_kernel_slowdown(software.flash_kernel, chip.family)
-        return (flops / (x["peak_attn"] * fam.attention) * fwd_slow, flops,
+        fill = compute.head_dim_fill(chip.family, chip.tile, d_qk, d_v)
+        return (flops / (x["peak_attn"] * fam.attention * fill) * fwd_slow, flops,
                 compute.FLASH_BACKWARD_FACTOR * bwd_slow / fwd_slow)
     # unfused attention (Megatron-LM before FlashAttention): QK^T over the whole s x s matrix (the causal
     # mask is applied afterwards), and the scores stream through HBM (Dao et al. 2022, sec. 2.2, Algorithm 0)

@@ -50,9 +50,6 @@ def _distinct(lb: LayoutBatch, fields, dedupe: bool = True) -> tuple[np.ndarray,
     radix = 1
     for c in cols:
         top = int(c.max(initial=0)) + 1
-        if c.min(initial=0) >= 0 and top <= 4 * lb.size + (1 << 16):  # each value by its rank among the column's
-            present = np.bincount(c, minlength=top) > 0  # (the same order of combinations, a far smaller key)
-            c, top = (np.cumsum(present) - 1)[c], int(np.count_nonzero(present))
         if c.min(initial=0) < 0 or radix * top >= 2**62:  # cannot pack into one integer: compare rows
             _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
             return first, inverse.reshape(-1)
@@ -177,19 +174,24 @@ def _layer_time(c: _Ctx, kinds) -> dict:
     fwd, bwd, selective, mlp, op, qkv_context = (
         _per_layer(kinds, L, a) for a in ("fwd", "bwd", "selective_fwd", "mlp_fwd", "op_fwd", "qkv_context_fwd"))
     rc = c.lb.recompute
+    attn = _per_layer(kinds, L, "attn_fwd")
     rec = np.select([c.full_rec, rc == Recompute.SELECTIVE, rc == Recompute.MLP, rc == Recompute.OP,
-                     rc == Recompute.QKV_CONTEXT], [fwd, selective, mlp, op, qkv_context], 0.0)
+                     rc == Recompute.QKV_CONTEXT, rc == Recompute.QKV],
+                    [fwd, selective, mlp, op, qkv_context, qkv_context + attn], 0.0)
     # the recomputed forward repeats its collectives: all of a layer's forward ones (half of its tensor-parallel
     # collectives, both forward all-to-alls of an MoE layer) under full recomputation; the MLP's one of the four
     # tensor-parallel collectives and the MoE layer's dispatch and combine under MLP recomputation; per-operator
     # recomputation saves the reduce-scatters' outputs but not the all-gathers' (torchtitan _save_list), so the two
     # forward all-gathers run again; recomputing the output projection and the MLP (QKV_CONTEXT) repeats both forward
-    # collectives, as full recomputation does
-    mlp_rec = (rc == Recompute.MLP) | (rc == Recompute.QKV_CONTEXT)
-    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec | (rc == Recompute.QKV_CONTEXT), 1.5,
+    # collectives, as full recomputation does (QKV too)
+    qkv_rec = (rc == Recompute.QKV_CONTEXT) | (rc == Recompute.QKV)
+    mlp_rec = (rc == Recompute.MLP) | qkv_rec
+    tp_c = _per_layer(kinds, L, "tp_comm") * np.where(c.full_rec | qkv_rec, 1.5,
                                                       np.where(mlp_rec | (rc == Recompute.OP), 1.25, 1.0)) * exposed
-    # full recomputation repeats the forward's context-parallel exchange too
-    cp_c = _per_layer(kinds, L, "cp_comm") + np.where(c.full_rec, _per_layer(kinds, L, "cp_fwd"), 0.0)
+    # full recomputation repeats the forward's context-parallel exchange too, as does recomputing the attention
+    # core from the kept K and V (QKV)
+    cp_c = _per_layer(kinds, L, "cp_comm") + np.where(c.full_rec | (rc == Recompute.QKV),
+                                                      _per_layer(kinds, L, "cp_fwd"), 0.0)
     a2a = _per_layer(kinds, L, "ep_comm") * np.where(c.full_rec | mlp_rec, 1.5, 1.0)
     # the token dispatcher's all-to-alls sit on the compute stream between the router and the experts: exposed in
     # full unless a schedule overlaps them with another micro-batch (Megatron-Core MoE README, "Expert Parallel

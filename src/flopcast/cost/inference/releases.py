@@ -69,3 +69,22 @@ def at_release(eff: EngineEfficiency, engine: str | None, model, family: str) ->
     note = (f"MoE context-encoding block rate {rate / 1e9:.0f} GB/s a physical core, {fixed * 1e6:.0f} us fixed a "
             f"block ({how}; fitted per Neuron SDK release on the Neuron MoE rows, cost/inference/releases.py)")
     return replace(eff, moe_block_bytes_per_s=rate, moe_block_overhead_s=fixed), note
+
+
+# transformers-neuronx before SDK 2.19 encodes a context with no fused attention kernel: its Llama and Mistral graphs
+# (transformers-neuronx@7a30b42, version 0.10 as in SDK 2.18: llama/hlo.py and mistral/hlo.py call score, mask and
+# context_combined of layers/attention.py, or of layers/attention_hsb.py for the BSH layout) take one dot of the
+# queries with all the bucket's keys, then a Select with the causal mask, the softmax and one dot with all the values:
+# the masked half of the square is computed and thrown away. Neuron SDK 2.19 (07/03/2024) release notes: "Flash
+# Attention kernel support in the Transformers NeuronX library enables LLM inference for context lengths of up to 32k"
+# (transformers-neuronx@c8d6bdc attention.flash_attention, a causal kernel).
+FLASH_CONTEXT_RELEASE = "2.19"
+
+
+def scores_whole_square(family: str, engine: str | None) -> bool:
+    """Whether the engine's context encoding scores every query against every key of the prompt, masking the causal
+    half afterwards: transformers-neuronx on a Neuron SDK release before FLASH_CONTEXT_RELEASE that the engine names
+    (an engine naming no release is taken as today's, with the fused causal kernel)."""
+    release = release_of(engine)
+    return (family == "transformers-neuronx" and release is not None
+            and release_key(release) < release_key(FLASH_CONTEXT_RELEASE))

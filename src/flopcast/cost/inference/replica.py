@@ -18,7 +18,7 @@ from .cpu import REPACKED_GEMM_SPEEDUP, cpu_bandwidth, instance_bandwidth, repac
 from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardware, engine_family,
                       family_efficiency, load_inference_calibration)
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
-from .releases import at_release
+from .releases import at_release, scores_whole_square
 
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
 # (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
@@ -44,6 +44,9 @@ class Deployment:
     ep: int = 1  # > 1: MoE experts split whole over the replica's ep = tp chips, attention data-parallel (see below)
     pp: int = 1  # pipeline stages, each of tp chips holding layers / pp (see `virtual_engines`)
     gemm_speedup: float = 1.0  # CPUs: the GEMM kernel's rate over the fitted one's (cpu.REPACKED_GEMM_SPEEDUP)
+    # a context encoding scores all I x I query-key pairs and masks the causal half afterwards (no fused attention
+    # kernel: releases.scores_whole_square, roofline.prefill_time); False: the I^2 / 2 causal pairs
+    whole_square: bool = False
 
     @property
     def chips(self) -> int:
@@ -207,7 +210,7 @@ def deployment(model: Model, system: System, *, chips: int | None = None, tp: in
         notes.append(f"weights repacked for llama.cpp's aarch64 GEMM kernels: prompt GEMMs {gemm:.2f}x the fitted "
                      "vec_dot rate (llama.cpp PR 5780, Graviton3, 64 threads)")
     d = Deployment(model, system, tp, chips // (tp * pp), threads, fmt, kv, family, efficiency, calibration, (),
-                   speculation, _ep(model, system, tp, ep), pp, gemm)
+                   speculation, _ep(model, system, tp, ep), pp, gemm, scores_whole_square(family, engine))
     if speculation is not None:
         notes.append(f"speculative decoding {speculation.label()}: decode time per token = (verification pass "
                      f"over k+1 tokens + k drafter steps of {speculation.drafter_fraction(model):.3f} of a decode "

@@ -166,13 +166,16 @@ def prefill_time(d: Deployment, batch, input_tokens, cached_tokens=0):
     """Seconds to prefill `batch` prompts of `input_tokens` (causal: I^2/2 pairs each), pass only.
 
     cached_tokens: the first tokens of every prompt already in the KV cache (automatic prefix caching, vLLM
-    APC / SGLang RadixAttention): not computed again; the I - P new tokens still attend to them."""
+    APC / SGLang RadixAttention): not computed again; the I - P new tokens still attend to them. An engine without
+    a fused causal attention kernel (d.whole_square) scores the whole square and masks it afterwards."""
     b = np.asarray(batch, dtype=float)
     i = np.maximum(np.asarray(input_tokens, dtype=float), 1.0)
     p = np.minimum(np.asarray(cached_tokens, dtype=float), i - 1.0)
     new = i - p
     ctx = effective_context(d.model, i)
     pairs = new * (ctx + effective_context(d.model, p)) / 2.0  # I ctx / 2 uncached; (I - P)(I + P) / 2 with P cached
+    if d.whole_square:  # no fused causal kernel: every new token scored against every key, the mask applied after
+        pairs = new * ctx
     return step_time(d, b * new, b, b * ctx, b * pairs)
 
 

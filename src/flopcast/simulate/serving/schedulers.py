@@ -185,7 +185,8 @@ def admit_prefill(sim, rep, limit_tokens: int, reserve_output: bool):
         rep.waiting.popleft()
         rids.append(r)
         tokens += p
-        pairs += p * (p + 1) / 2.0 + p * sim.cached[r]  # new tokens attend to the cached prefix too
+        # new tokens attend to the cached prefix too; without a fused causal kernel to all p keys (whole_square)
+        pairs += (p * p if sim.d.whole_square else p * (p + 1) / 2.0) + p * sim.cached[r]
         used += need
     return rids, tokens, pairs
 
