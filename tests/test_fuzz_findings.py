@@ -198,3 +198,39 @@ def test_an_earlier_sweep_output_with_ragged_rows_is_one_sentence(tmp_path, caps
     assert main(["sweep", str(spec), "--out", str(out)]) == 2
     errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]  # after a progress line
     assert len(errors) == 1 and "line 2 has" in errors[0] and "--no-resume" in errors[0], errors
+
+
+@pytest.mark.parametrize("text,message", [
+    ("families: {trainium: {memory: 0}}\n", "families.trainium.memory: 0; valid: a finite number above 0, at most 1"),
+    ("families: {trainium: {gemm: 1.0e+308}}\n", "gemm: 1e+308; valid: a finite number above 0, at most 1"),
+    ("families: {trainium: {gemm: .inf}}\n", "gemm: inf; valid: a finite number above 0"),
+    ("global: {tp_overlap: 2}\nfamilies: {trainium: {gemm: 0.5}}\n", "tp_overlap: 2; valid: a finite number 0 or more"),
+    ("global: {step_overhead_s: 1.0e+30}\nfamilies: {trainium: {gemm: 0.5}}\n", "at most 3600"),
+    ("families: {gpu: {compute: 0, memory: 0.7}}\n", "families.gpu.compute: 0; valid: a finite number above 0"),
+])
+def test_calibration_parameters_are_held_to_their_ranges(tmp_path, capsys, text, message):
+    """Fuzz seed 605, case 569: a trainium memory efficiency of 0 printed `nan TFLOP/s` in `claims` (exit 0)."""
+    f = tmp_path / "cal.yaml"
+    f.write_text(text)
+    assert main(["infer", "llama3-8b", "-H", "trn2.48xlarge", "--calibration", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_calibrate_with_no_row_that_runs_is_refused(tmp_path, capsys):
+    """Fuzz seed 606, case 386: a file whose one measured row has no valid layout (ep 8 on a dense model) was fitted
+    on 0 runs, printed `fit MAPE nan%` and wrote a calibration."""
+    import csv
+
+    with open("validation/calibration_runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["model"] == "LLAMA3_8B" and r["hardware"] == "gb300")
+    row["ep"] = "8"
+    path, out = tmp_path / "runs.csv", tmp_path / "cal.yaml"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    assert main(["calibrate", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: none of the 1 rows") and "nothing to fit on" in err and not out.exists(), err

@@ -99,7 +99,7 @@ def test_calibration_file_replaces_the_shipped_one(tmp_path, capsys):
 @pytest.mark.parametrize("text, message", [
     ("families: {trainium: {gemm: 0.5, gemmm: 0.4}}\n",
      "families.trainium.gemmm is not a calibration parameter; closest: gemm"),
-    ("families: {trainium: {gemm: -1}}\n", "gemm: -1; valid: a number of zero or more"),
+    ("families: {trainium: {gemm: -1}}\n", "gemm: -1; valid: a finite number above 0, at most 1"),
     ("global: {tp_overlap: 0.1}\nfamilies: {}\n", "is not a calibration file"),
     ("families: {gpu: {compute: 0.5, memory: 0.7, layer_overhead: 1}}\n",
      "layer_overhead is not a calibration parameter"),

@@ -9,6 +9,7 @@ flopcast ships (catalog/data/). Nothing here is cached or global: a file is read
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import fields
 from pathlib import Path
 
@@ -42,14 +43,33 @@ def kind(data: dict, label: str) -> str:
     return "serving" if len(keys & set(_serving_family_keys())) > len(keys & set(TRAINING_FAMILY)) else "training"
 
 
+# (low, high, low included) of each parameter a calibration file may set; any other: a finite number >= 0. Fractions
+# of a peak (kernel efficiencies, a collective's share of link bandwidth) are above 0 and at most 1 (at 0 a
+# forecast's time is infinite, `nan` in its output); overlaps are shares of a window; overheads a per-kernel, per-step
+# or per-request time (an hour is past any); the fit's own bounds (validate/calibrate.py) lie inside these
+_FRACTION, _SHARE, _SECONDS = (0.0, 1.0, False), (0.0, 1.0, True), (0.0, 3600.0, True)
+RANGES = {
+    **dict.fromkeys(("gemm", "gemm_fp8", "attention", "memory", "compute", "scaleup_efficiency", "scaleout_efficiency",
+                     "grouped_gemm"), _FRACTION),
+    **dict.fromkeys(("tp_overlap", "comm_overlap", "zero3_overlap"), _SHARE),
+    **dict.fromkeys(("op_overhead_s", "moe_host_op_s", "step_overhead_s", "layer_overhead_s", "request_overhead_s",
+                     "moe_expert_overhead_s", "moe_block_overhead_s"), _SECONDS),
+    "elementwise_traffic": (0.0, 100.0, False), "thread_weights_per_cycle": (0.0, 1e6, True),
+}
+
+
 def _check(label: str, where: str, given: dict, valid: tuple) -> None:
     for key, value in given.items():
         if key not in valid:
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f"closest: {close[0]}" if close else f"valid: {', '.join(valid)}"
             raise FlopcastError(f"{label}: {where}{key} is not a calibration parameter; {hint}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise FlopcastError(f"{label}: {where}{key}: {value!r}; valid: a number of zero or more")
+        low, high, closed = RANGES.get(key, (0.0, math.inf, True))
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not number or not (low <= value if closed else low < value) or value > high:
+            lower = f"{low:g} or more" if closed else f"above {low:g}"
+            upper = f", at most {high:g}" if math.isfinite(high) else ""
+            raise FlopcastError(f"{label}: {where}{key}: {value!r}; valid: a finite number {lower}{upper}")
 
 
 def read(path) -> tuple[str, object]:

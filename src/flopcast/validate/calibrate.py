@@ -268,6 +268,9 @@ def fit(cases: list[vt.Case], rounds: int = 2, progress=None, workers: int | Non
     workers = fit_workers(workers)
     for _ in range(rounds):
         used, layouts = _layouts(cases, cal, workers)
+        if not used:  # every row's layout invalid or not fitting: a fit of nothing has no error to report (nan)
+            raise FlopcastError(f"none of the {len(cases):,} rows with a measured figure has a layout that runs on its "
+                                "hardware (`flopcast validate FILE` names each row's reason); nothing to fit on")
         sol = _solve(params, [_problem(params, params, range(len(used)), np.log(x))], used, layouts, workers=workers,
                      speculate=SPECULATE)[0]
         x = np.exp(sol.u)
