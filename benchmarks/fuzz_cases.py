@@ -240,7 +240,9 @@ def _positional(rng, command, names, folder, made) -> list:
         made.append(1)
         r = rng.random()
         if r < 0.1:
-            return [rng.choice(["training", "calibration_runs", "inference_runs", "more_training_runs", "x", ""])]
+            return [rng.choice(["training", "calibration_runs", "more_training_runs", "published_training_runs",
+                               "inference", "inference_runs", "more_inference_runs", "published_inference_runs",
+                               "x", ""])]
         if r < 0.15:
             return [rng.choice(["missing.csv", str(folder), "/dev/null"])]
         return [str(csv_file(rng, folder, rng.choice(["training", "training", "serving", "memory"])))]
