@@ -200,6 +200,28 @@ def test_an_earlier_sweep_output_with_ragged_rows_is_one_sentence(tmp_path, caps
     assert len(errors) == 1 and "line 2 has" in errors[0] and "--no-resume" in errors[0], errors
 
 
+def test_a_sweep_journal_line_that_is_not_a_row_is_not_resumed(tmp_path, capsys):
+    """Fuzz seed 701, case 370: a journal line holding a JSON list reached `.get` (AttributeError)."""
+    from flopcast.sweep import table
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: [8]\n")
+    out = tmp_path / "out.csv"
+    table.journal_path(out).write_text('[1, 2]\n"text"\n{"scenario_id": "x", "status": "ok"}\n')
+    assert main(["sweep", str(spec), "--out", str(out), "--json"]) == 0, capsys.readouterr().err
+    assert {r.get("scenario_id") for r in table.read(out)} != {"x"}  # the run's own scenario was computed
+
+
+@pytest.mark.parametrize("pin", ["{pp: [1, 2]}", "{cp: {a: 1}}"])
+def test_a_layout_pin_that_is_a_list_is_one_sentence(tmp_path, capsys, pin):
+    """Fuzz seed 701, case 3400: `layout: {pp: [1, 2]}` reached a dict key (TypeError: unhashable list)."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"models: [llama3-8b]\nsystems: [p5.48xlarge]\nchips: [8]\nlayout: {pin}\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a pin is one value" in err, err
+
+
 @pytest.mark.parametrize("text,message", [
     ("families: {trainium: {memory: 0}}\n", "families.trainium.memory: 0; valid: a finite number above 0, at most 1"),
     ("families: {trainium: {gemm: 1.0e+308}}\n", "gemm: 1e+308; valid: a finite number above 0, at most 1"),

@@ -114,6 +114,10 @@ class SweepFile(BaseModel):
             unknown = set(pins) - set(LAYOUT_FIELDS)
             if unknown:
                 raise ValueError(_unknown_key(sorted(unknown)[0], LAYOUT_FIELDS, "layout"))
+            for key, value in pins.items():
+                if isinstance(value, (list, dict)):
+                    raise ValueError(f"layout pin {key!r} is {value!r}: a pin is one value; to sweep several, give "
+                                     f"a list of pin sets (layout: [{{{key}: 1}}, {{{key}: 2}}])")
         for key in self.what_if:
             hardware.knob(key)
         return self

@@ -208,7 +208,9 @@ def read_journal(out: Path) -> list:
     rows = []
     for line in p.read_text(encoding="utf-8").splitlines():
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut short when the run stopped
+        if isinstance(row, dict):  # a journal line is one scenario's row; anything else is not ours to resume
+            rows.append(row)
     return rows
