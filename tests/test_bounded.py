@@ -33,12 +33,24 @@ def test_an_interval_past_the_job_mtbf_never_finishes():
 
 def test_monte_carlo_past_the_event_cap_is_refused_with_the_closed_form():
     a = GoodputAssumptions(mtbf_chip_hours=5000)
-    g = expected_time(300 * 86400, 16384, 1e12, a)
-    assert g.finishes and g.interruptions * 1000 > R.MAX_EVENTS
+    g = expected_time(200 * 86400, 16384, 1e12, a)
+    assert g.finishes and g.interruptions * 1000 > R.MAX_EVENTS and g.interruptions < R.MAX_STEPS
     started = time.perf_counter()
     with pytest.raises(FlopcastError, match=r"past the cap .*use at most [\d,]+ trials .*closed form"):
-        R.simulate(300 * 86400, 16384, 1e12, a, trials=1000)
+        R.simulate(200 * 86400, 16384, 1e12, a, trials=1000)
     assert time.perf_counter() - started < 2
+
+
+def test_monte_carlo_past_the_step_cap_is_refused_whatever_the_trials():
+    """Fuzz seed 701, case 873: one trial of ~116,000 events stepped one event at a time for 31 s of CPU."""
+    a = GoodputAssumptions(mtbf_chip_hours=1)
+    g = expected_time(40_000 * 3600, 1, 1e9, a)
+    assert g.finishes and g.interruptions * 1 < R.MAX_EVENTS and g.interruptions > R.MAX_STEPS
+    started = time.perf_counter()
+    with pytest.raises(FlopcastError, match=r"past the cap of [\d,]+ a trial .*; the closed form alone answers this"):
+        R.simulate(40_000 * 3600, 1, 1e9, a, trials=1)
+    assert time.perf_counter() - started < 2
+    assert R.simulate(100 * 3600, 1, 1e9, a, trials=2).events > 0  # ~100 interruptions: run as before
 
 
 @pytest.mark.parametrize("trials, seed", [(0, 0), (10**7, 0), (True, 0), (2.5, 0), (10, -1), (10, 2**63)])

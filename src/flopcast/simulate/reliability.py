@@ -40,6 +40,9 @@ from .events import Engine
 UP, RESTART, DONE = 0, 1, 2
 # bounded work: ~10 s of the vectorized path (2-4 million events/s on one core); arrays stay under ~1 GiB
 MAX_EVENTS = 20_000_000
+# and a step handles one event of every unfinished trial, 0.1-0.5 ms whatever their number, so the events of one
+# trial (its interruptions) are capped too: ~10 s at most (1 trial of 116,000 events took 31 s; fuzz seed 701)
+MAX_STEPS = 30_000
 MAX_TRIALS = 1_000_000
 PARTS = ("stragglers", "checkpoint", "lost_work", "detection", "repair_wait", "restart", "planned")
 
@@ -150,13 +153,15 @@ def _budget(ideal_time_s, chips, checkpoint_bytes, a: GoodputAssumptions, trials
     g = expected_time(float(ideal_time_s), int(chips), float(checkpoint_bytes), a)
     if not g.finishes:
         raise FlopcastError(f"the run {g.never_finishes_reason()}")
-    events = trials * (g.interruptions + 2)
-    if events > MAX_EVENTS:
-        most = int(MAX_EVENTS // (g.interruptions + 2))
+    steps = g.interruptions + 2  # a trial's events: the vectorized path steps through them one at a time
+    events = trials * steps
+    if steps > MAX_STEPS or events > MAX_EVENTS:
+        most = int(MAX_EVENTS // steps) if steps <= MAX_STEPS else 0
         fewer = f"use at most {most:,} trials" if most >= 1 else "the closed form alone answers this"
         raise FlopcastError(f"a Monte-Carlo of {trials:,} trials would simulate about {events:.2g} events "
-                            f"({g.interruptions:,.0f} interruptions per run), past the cap of {MAX_EVENTS:,}; "
-                            f"{fewer} (closed form: expected time-to-train {fmt_duration(g.expected_s)})")
+                            f"({g.interruptions:,.0f} interruptions per run), past the cap of {MAX_STEPS:,} a trial "
+                            f"and {MAX_EVENTS:,} in all; {fewer} (closed form: expected time-to-train "
+                            f"{fmt_duration(g.expected_s)})")
 
 
 def _past_cap(events: int) -> FlopcastError:
@@ -364,7 +369,7 @@ class _Batch:
         self.parts = {k: np.zeros(n) for k in PARTS}
         self.fails, self.planned_stops = np.zeros(n), np.zeros(n)
         self.wall = np.full(n, np.nan)
-        self.events = 0
+        self.events = self.steps = 0
 
     def _ensure(self, needed):
         while np.any(needed >= self.ft.shape[1]):
@@ -386,7 +391,8 @@ class _Batch:
         is_planned = act & up & ~is_fail & ~is_finish
         is_restarted = act & (self.state == RESTART) & ~is_fail
         self.events += int(act.sum())
-        if self.events > MAX_EVENTS:
+        self.steps += 1
+        if self.events > MAX_EVENTS or self.steps > 2 * MAX_STEPS:
             raise _past_cap(self.events)
         planned_at = self.next_planned.copy()
         if is_fail.any():
