@@ -149,7 +149,8 @@ def _check(trials, seed):
 
 
 def _budget(ideal_time_s, chips, checkpoint_bytes, a: GoodputAssumptions, trials: int) -> None:
-    """Refuse a run that never finishes or whose expected events (closed form) pass MAX_EVENTS."""
+    """Refuse a run that never finishes or whose expected events (closed form) pass MAX_STEPS a trial or MAX_EVENTS
+    in all."""
     g = expected_time(float(ideal_time_s), int(chips), float(checkpoint_bytes), a)
     if not g.finishes:
         raise FlopcastError(f"the run {g.never_finishes_reason()}")
