@@ -13,7 +13,9 @@ it is killed and counted a hang. Its peak memory is the child's ru_maxrss (os.wa
     stalled       killed at WALL_S of wall clock under 30 s of CPU: a wait (or a machine too loaded to say)
     memory        over 2 GiB of peak RSS, or a MemoryError under the 2 GiB address-space limit
     invalid_json  --json at exit 0 and not strict JSON (NaN, Infinity, or not JSON at all)
-    nonsense      nan/inf in text output, a negative time, cost or energy, an MFU outside (0, 1], a multi-line error
+    nonsense      nan/inf in text output, a negative time, cost or energy, an MFU outside (0, 1], a multi-line error,
+                  a JSON result that breaks an invariant (benchmarks/fuzz_invariants.py: intervals, breakdown sums,
+                  tokens = throughput x time, chip-hours, TTFT <= end-to-end latency, ...)
     slow          finished, but past 30 s of wall clock (under 30 s of CPU: a loaded machine)
 
     python benchmarks/fuzz_campaign.py --runs 3000 --jobs 2 --seed 7          # prints the counts
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_cases  # noqa: E402
+import fuzz_invariants  # noqa: E402
 
 MEMORY_BYTES = 2 << 30
 CPU_S = 30
@@ -184,7 +187,7 @@ def _json_verdict(text: str):
         data = _strict(text)
     except ValueError as exc:
         return None, ("invalid_json", f"{exc}: {text[:300]}")
-    bad = _bad_values(data)
+    bad = _bad_values(data) or fuzz_invariants.violation(data)  # signs and ranges, then the identities
     return data, (("nonsense", bad) if bad else None)
 
 
