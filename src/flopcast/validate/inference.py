@@ -303,11 +303,9 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: FitCache | None =
     table = {}
     mine_of: dict[str, list] = {}
     for row in rows:
-        try:
-            d, *_ = configure(row, {})
-        except (FlopcastError, KeyError, ValueError):
-            continue
-        mine_of.setdefault(d.family, []).append(row)
+        d = cache.deployment(row, configure)
+        if d is not None:
+            mine_of.setdefault(d.family, []).append(row)
     for fam in families:
         mine = mine_of.get(fam)
         if not mine:
@@ -315,7 +313,7 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: FitCache | None =
         key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
         if key not in cache.fits:
             fit = _fit_family(fam, mine, (start or {}).get(fam), cache.rows)
-            chips = {d.system.chip.id: d.system.chip for d in (configure(r, {})[0] for r in mine)}
+            chips = {d.system.chip.id: d.system.chip for d in (cache.deployment(r, configure) for r in mine)}
             cache.fits[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
         table[fam] = cache.fits[key]
     return table
@@ -416,6 +414,7 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: FitCache | None = None,
     summary = summarize(_compare(rows, table))
     cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
     r2 = lambda v: None if v is None else round(v, 2)  # a held-out source may leave no figure
+    fam = {id(r): _family_of(r, cache) for r in rows}
     doc = {
         "provenance": {
             "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
@@ -427,9 +426,9 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: FitCache | None = None,
             "in_sample_median_ape_pct": r2(summary["median_ape_pct"]),
             "leave_one_source_out_mape_pct": r2(cv["mape_pct"]),
             "leave_one_source_out_median_ape_pct": r2(cv["median_ape_pct"]),
-            "rows_per_family": {f: sum(1 for r in rows if _family_of(r) == f) for f in table},
-            "sources_per_family": {f: sorted({r["source"] for r in rows if _family_of(r) == f}) for f in table},
-            "hardware_per_family": {f: sorted({r["hardware"] for r in rows if _family_of(r) == f}) for f in table},
+            "rows_per_family": {f: sum(1 for r in rows if fam[id(r)] == f) for f in table},
+            "sources_per_family": {f: sorted({r["source"] for r in rows if fam[id(r)] == f}) for f in table},
+            "hardware_per_family": {f: sorted({r["hardware"] for r in rows if fam[id(r)] == f}) for f in table},
             "note": "a parameter no row of a family constrains stays at its prior (gpu: compute and "
                     "request_overhead_s, no prefill or TTFT rows; llama.cpp: request_overhead_s, no TTFT rows)",
         },
@@ -440,11 +439,9 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: FitCache | None = None,
     return doc
 
 
-def _family_of(row):
-    try:
-        return configure(row, {})[0].family
-    except (FlopcastError, KeyError, ValueError):
-        return None
+def _family_of(row, cache: FitCache):
+    d = cache.deployment(row, configure)
+    return None if d is None else d.family
 
 
 def cross_validate_inference(path, *, cache: FitCache | None = None, start: dict | None = None) -> dict:
@@ -459,7 +456,7 @@ def cross_validate_inference(path, *, cache: FitCache | None = None, start: dict
         train = [r for r in rows if r["source"] != src]
         held = [r for r in rows if r["source"] == src]
         table = fit_families(train, cache=cache, start=start)
-        seen = _chips_per_family(train)
+        seen = _chips_per_family(train, cache)
         for r in _compare(held, table):
             if r["status"] == "ok":
                 # the kind of forecast this fold made: whether its fit saw the row's chip or engine family
@@ -469,12 +466,9 @@ def cross_validate_inference(path, *, cache: FitCache | None = None, start: dict
     return {"rows": out, "summary": summarize(out)}
 
 
-def _chips_per_family(rows) -> dict:
+def _chips_per_family(rows, cache: FitCache) -> dict:
     out: dict[str, set] = {}
-    for row in rows:
-        try:
-            d = configure(row, {})[0]
-        except (FlopcastError, KeyError, ValueError):
-            continue
-        out.setdefault(d.family, set()).add(d.system.chip.id)
+    for d in (cache.deployment(row, configure) for row in rows):
+        if d is not None:
+            out.setdefault(d.family, set()).add(d.system.chip.id)
     return out
