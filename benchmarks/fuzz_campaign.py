@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_cases  # noqa: E402
 import fuzz_invariants  # noqa: E402
+import fuzz_pairs  # noqa: E402
 
 MEMORY_BYTES = 2 << 30
 CPU_S = 30
@@ -78,7 +79,7 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         reader = _terminal(folder) if case.tty and not case.stdout_full else None
         if case.churn:
             threading.Thread(target=_rewrite, args=case.churn, daemon=True).start()
-        code = _run_ui(case) if case.kind == "ui" else _run_cli(case)
+        code = {"ui": _run_ui, "pair": _run_pair}.get(case.kind, _run_cli)(case)
         sys.stdout.flush()
         if reader:
             os.close(1)  # the terminal's last writer gone: its reader sees the end (EIO) and stops
@@ -137,6 +138,20 @@ def _run_cli(case) -> int:
     code = main(case.argv)
     sys.stdout.flush()
     return code
+
+
+def _run_pair(case) -> int:
+    """Both runs of a pair (fuzz_pairs.py), their outputs split by a line; 2 when either refused, else the worse."""
+    from flopcast.cli import main
+
+    codes = []
+    for i, argv in enumerate(case.argv):
+        if i:
+            sys.stdout.write(fuzz_pairs.SEPARATOR)
+        codes.append(main(list(argv)))
+        sys.stdout.flush()
+    bad = [c for c in codes if c not in (0, 2)]
+    return bad[0] if bad else max(codes)
 
 
 def _run_ui(case) -> int:
@@ -204,6 +219,8 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
         return "traceback", f"exit {code}; {err.strip()[-700:]}"
     if case.kind == "ui":
         return _classify_ui(out)
+    if case.kind == "pair":
+        return _classify_pair(case, code, out, err)
     if code == 2:
         lines = [x for x in err.splitlines() if x.startswith("error:")]  # progress lines may come before it
         if len(lines) != 1:
@@ -219,6 +236,21 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
         if bad:
             return "nonsense", f"{bad.group(0)!r} in ...{out[max(0, bad.start() - 150):bad.end() + 50]}"
     return ("slow", f"{wall_s:.1f} s wall, {cpu_s:.1f} s CPU") if wall_s > 30 else ("ok", "")
+
+
+def _classify_pair(case, code: int, out: str, err: str) -> tuple[str, str]:
+    """Each refusal one line, each JSON strict and within its invariants, the faster chip never slower."""
+    if len([x for x in err.splitlines() if x.startswith("error:")]) > len(case.argv):
+        return "nonsense", f"more error lines than runs: {err.strip()[:500]}"
+    for part in out.split(fuzz_pairs.SEPARATOR):
+        if part.strip() and not part.lstrip().startswith("{"):
+            return "invalid_json", part[:300]
+        if part.strip():
+            _, bad = _json_verdict(part)
+            if bad:
+                return bad
+    bad = fuzz_pairs.verdict(case.argv, out) if code == 0 else None
+    return bad or ("refused" if code == 2 else "ok", "")
 
 
 def _classify_ui(out: str) -> tuple[str, str]:

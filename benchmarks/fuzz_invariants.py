@@ -9,8 +9,9 @@ the signs of times and costs: each holds by construction, so a run that breaks o
                   chip_hours = chips x time_to_train_s / 3600 (instance_hours: instances); days = seconds / 86,400;
                   hfu >= mfu; expected_time_to_train_s >= time_to_train_s; 0 <= goodput <= 1
     serving       p50 <= p90 <= p99 of each latency; ttft and tpot <= e2e at every percentile and the mean (each
-                  request's first token comes before its last); completed + rejected <= requests; output tokens <=
-                  total tokens per second; cost per million tokens <= per million output tokens; 0 <= attainment <= 1
+                  request's first token comes before its last); prefill_s <= ttft_s <= e2e_latency_s of one batch;
+                  completed + rejected <= requests; output tokens <= total tokens per second; cost per million
+                  tokens <= per million output tokens; 0 <= attainment <= 1
 
 `violation(data)` is the first broken one, named with where it is, or None.
 """
@@ -105,6 +106,9 @@ def _serving(d: dict) -> str | None:
                 if _num(q.get(p)) and _num(e2e.get(p)) and not _le(q[p], e2e[p]):
                     return f"{name}.{p} {q[p]} > e2e_s.{p} {e2e[p]}"
     g = {k: v for k, v in d.items() if _num(v)}
+    for first, later in (("prefill_s", "ttft_s"), ("ttft_s", "e2e_latency_s"), ("tpot_s", "e2e_latency_s")):
+        if first in g and later in g and not _le(g[first], g[later]):  # one batch (infer): in the order they come
+            return f"{first} {g[first]} > {later} {g[later]}"
     if {"requests", "completed", "rejected"} <= set(g) and g["completed"] + g["rejected"] > g["requests"]:
         return f"completed {g['completed']} + rejected {g['rejected']} > requests {g['requests']}"
     pairs = (("output_tokens_per_s", "total_tokens_per_s"),

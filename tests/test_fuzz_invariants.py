@@ -72,3 +72,19 @@ def test_the_campaign_counts_a_broken_invariant_as_nonsense(outputs):
     _, verdict = camp._json_verdict(json.dumps(d))
     assert verdict and verdict[0] == "nonsense" and "fits" in verdict[1], verdict
     assert camp._json_verdict(json.dumps(outputs["train"]))[1] is None
+
+
+def test_one_batch_latencies_come_in_order():
+    d = {"prefill_s": 0.01, "ttft_s": 0.02, "tpot_s": 0.005, "e2e_latency_s": 0.6}
+    assert fi.violation(d) is None
+    assert "ttft_s" in fi.violation({**d, "ttft_s": 1.0}) and "prefill_s" in fi.violation({**d, "prefill_s": 0.03})
+
+
+def test_a_faster_chip_that_is_slower_is_nonsense(tmp_path):
+    pairs = importlib.import_module("fuzz_pairs")
+    argv = [["train", "m", "-H", "chip.yaml", "--json"], ["train", "m", "-H", "faster.yaml", "--json"]]
+    out = lambda a, b: json.dumps({"step_time_s": a}) + pairs.SEPARATOR + json.dumps({"step_time_s": b})  # noqa: E731
+    assert pairs.verdict(argv, out(2.0, 1.0)) is None and pairs.verdict(argv, out(2.0, 2.0)) is None
+    assert pairs.verdict(argv, out(1.0, 2.0))[0] == "nonsense"
+    assert pairs.verdict(argv, "error" + pairs.SEPARATOR + "{}") is None  # a refusal is classified as any run's
+    assert pairs._scaled("3.35 TB/s", 2) == "6.7 TB/s"
