@@ -35,6 +35,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -62,14 +63,23 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
         resource.setrlimit(resource.RLIMIT_CPU, (CPU_S + 1, CPU_S + 2))
         os.chdir(folder)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        for k, v in case.env.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        if case.stdin is not None:
+            (folder / "stdin").write_bytes(case.stdin)
+        os.dup2(os.open(folder / "stdin" if case.stdin is not None else os.devnull, os.O_RDONLY), 0)
         out = os.open("/dev/full" if case.stdout_full else folder / "stdout", os.O_WRONLY | os.O_CREAT)
         err = os.open(folder / "stderr", os.O_WRONLY | os.O_CREAT)
         os.dup2(out, 1)
         os.dup2(err, 2)
+        reader = _terminal(folder) if case.tty and not case.stdout_full else None
+        if case.churn:
+            threading.Thread(target=_rewrite, args=case.churn, daemon=True).start()
         code = _run_ui(case) if case.kind == "ui" else _run_cli(case)
         sys.stdout.flush()
+        if reader:
+            os.close(1)  # the terminal's last writer gone: its reader sees the end (EIO) and stops
+            reader.join(10)
     except BaseException:
         traceback.print_exc()
         code = 70
@@ -77,6 +87,45 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _terminal(folder: Path):
+    """Make stdout a pseudo-terminal of a random size; a thread copies what it shows to folder/stdout."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    rows, cols = random.Random(folder.name).choice([(0, 0), (24, 1), (24, 20), (24, 80), (5, 300), (65535, 65535)])
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    os.dup2(slave, 1)
+    os.close(slave)
+
+    def copy():
+        with open(folder / "stdout", "wb") as f:
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: no writer is left
+                    return
+                if not chunk:
+                    return
+                f.write(chunk)
+
+    t = threading.Thread(target=copy, daemon=True)
+    t.start()
+    return t
+
+
+def _rewrite(path: str, versions: list) -> None:
+    """Rewrite the file in place with each version in turn until the run ends (a reader may see half of one)."""
+    for i in range(10**9):
+        try:
+            with open(path, "wb") as f:
+                f.write(versions[i % len(versions)])
+        except OSError:
+            return
+        time.sleep(0.002 + len(versions[i % len(versions)]) / 1e8)
 
 
 def _run_cli(case) -> int:
@@ -157,7 +206,8 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
         if len(lines) != 1:
             return "nonsense", f"exit 2 without one error line: {err.strip()[:500]}"
         return "refused", ""
-    if "--json" in case.argv and not case.stdout_full and "--emit" not in case.argv:
+    eager = {"-h", "--help", "--version"} & set(case.argv)  # click prints the help or version and stops
+    if "--json" in case.argv and not case.stdout_full and "--emit" not in case.argv and not eager:
         data, verdict = _json_verdict(out)
         if verdict:
             return verdict
@@ -297,7 +347,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the counts and every failing run to this file")
     ap.add_argument("--log", help="append each failing run to this JSON-lines file as it finishes")
     ap.add_argument("--only", default="", help="comma-separated commands to draw (and `ui` for the web page)")
+    ap.add_argument("--shaped", type=float, default=fuzz_cases.SHAPED,
+                    help="the share of command lines reshaped (fuzz_shapes.py: stdin, environment, terminal, links, "
+                         "repeated and long arguments)")
     a = ap.parse_args(argv)
+    fuzz_cases.SHAPED = a.shaped
     only = tuple(c for c in a.only.split(",") if c)
     result = campaign(a.runs, a.seed, a.jobs, log=Path(a.log) if a.log else None, minutes=a.minutes, only=only)
     print(f"{result['runs']} runs (seed {a.seed}, {result['malformed_files']} malformed files) in {result['wall_s']} s")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+import fuzz_shapes
 import fuzz_wide
 from fuzz_files import calibration_file, csv_file, hf_config, sweep_file, user_file
 
@@ -104,10 +105,19 @@ class Case:
     argv: list = field(default_factory=list)  # the command line; for "ui": [method, path, params-or-body]
     stdout_full: bool = False  # stdout is /dev/full (a write that fails)
     files: int = 0  # malformed files the case wrote
+    stdin: bytes | None = None  # what stdin holds (None: the null device)
+    env: dict = field(default_factory=dict)  # environment variables set (a value of None: unset)
+    tty: bool = False  # stdout is a terminal (a pseudo-terminal the campaign reads)
+    churn: tuple = ()  # (path, [contents]): the file rewritten with each in turn while the run reads it
 
-    def shown(self) -> str:
-        return ("flopcast " if self.kind == "cli" else "ui ") + " ".join(repr(a) if a == "" or " " in str(a) else
-                                                                       str(a) for a in self.argv)
+    def shown(self, limit: int = 3000) -> str:
+        words = [repr(a) if a == "" or not str(a).isprintable() or " " in str(a) else str(a) for a in self.argv]
+        text = ("flopcast " if self.kind == "cli" else "ui ") + " ".join(words)
+        extra = [f"{k}={v!r}" for k, v in self.env.items()] + (["stdout a terminal"] if self.tty else [])
+        extra += ([f"stdin {len(self.stdin):,} bytes {self.stdin[:60]!r}"] if self.stdin is not None else [])
+        extra += [f"{self.churn[0]} rewritten while read"] if self.churn else []
+        text += f"  [{'; '.join(extra)}]" if extra else ""
+        return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class Names:
@@ -212,7 +222,7 @@ def _value(rng, command, option, param, names, folder, made, hostile):
                str(folder / "a/b/c") + suffix]
         pick = rng.choice([str(folder / f"out{suffix}")] * 6 + odd)
         if pick == "fifo":  # a named pipe that no process reads: opening it to write waits forever
-            pick = str(folder / f"pipe{suffix}")
+            pick = str(folder / f"pipe{rng.randrange(10**6)}{suffix}")
             os.mkfifo(pick)
         elif command == "sweep" and rng.random() < 0.3 and pick == str(folder / f"out{suffix}") and suffix:
             Path(pick).write_bytes(rng.choice([b"\xff\xfe\x00garbage", b"scenario,model\n1,2,3,4\n", b"", b"PAR1"]))
@@ -235,14 +245,17 @@ def _value(rng, command, option, param, names, folder, made, hostile):
     return _pick(rng, NAMED.get(option) or _pool(param), hostile)
 
 
+# the short names of the measured runs validate and calibrate read (validate.rows.SHIPPED; a test checks each is here)
+SHIPPED_NAMES = ["training", "calibration_runs", "more_training_runs", "published_training_runs", "inference",
+                 "inference_runs", "more_inference_runs", "published_inference_runs"]
+
+
 def _positional(rng, command, names, folder, made) -> list:
     if command in ("validate", "calibrate"):
         made.append(1)
         r = rng.random()
         if r < 0.1:
-            return [rng.choice(["training", "calibration_runs", "more_training_runs", "published_training_runs",
-                               "inference", "inference_runs", "more_inference_runs", "published_inference_runs",
-                               "x", ""])]
+            return [rng.choice(SHIPPED_NAMES + ["x", "", "Training", "training.csv", "inference_runs.csv"])]
         if r < 0.15:
             return [rng.choice(["missing.csv", str(folder), "/dev/null"])]
         return [str(csv_file(rng, folder, rng.choice(["training", "training", "serving", "memory"])))]
@@ -260,6 +273,9 @@ def _positional(rng, command, names, folder, made) -> list:
     if command == "claims":
         return []
     return [_model(rng, names, folder, made)]
+
+
+SHAPED = 0.25  # the share of command lines reshaped (fuzz_shapes.py)
 
 
 def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
@@ -299,7 +315,21 @@ def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
             argv += [flag, _value(rng, command, flag, p, names, folder, made, hostile)]
     if "--json" in by_flag and "--json" not in argv and rng.random() < 0.5:
         argv.append("--json")
-    return Case("cli", argv, stdout_full=rng.random() < 0.01, files=len(made))
+    case = Case("cli", argv, stdout_full=rng.random() < 0.01, files=len(made))
+    if rng.random() < SHAPED:
+        every = {o: p for p in options for o in p.opts}
+
+        def value_of(flag, draw=True):
+            p = every.get(flag)
+            if p is None or p.is_flag or not draw:
+                return None if p is None or p.is_flag else ""
+            if p.opts[0] == "--hardware":
+                return _hardware(rng, names, folder, made)
+            return _value(rng, command, p.opts[0], p, names, folder, made, hostile)
+
+        fuzz_shapes.reshape(rng, case, names, folder, value_of)
+        case.files = len(made)
+    return case
 
 
 UI_PARAMS = {"model": lambda rng, n: rng.choice(n.models[:10] + ["x", "", "upload:nope", "upload:../../x"]),
@@ -315,6 +345,8 @@ UI_PARAMS = {"model": lambda rng, n: rng.choice(n.models[:10] + ["x", "", "uploa
              "sharding": lambda rng, n: rng.choice(["none", "zero1", "zero3", "fsdp", "x", ""]),
              "schedule": lambda rng, n: rng.choice(["1f1b", "interleaved", "dualpipe", "zb", "x", ""]),
              "format": lambda rng, n: rng.choice(["json", "csv", "x"])}
+DOWNLOAD_WHAT = ["train", "compare", "x", "", "TRAIN", "train\u200b"]  # /api/download's what= and format=
+DOWNLOAD_FORMATS = ["json", "csv", "html", "x", "", "JSON", "png", "json "]
 UI_HUGE = ["9" * 30, "9" * 5000, "1e400", "0x10", "  8  ", "\u0663", "8;drop", "<script>", "%00"]
 
 
@@ -342,8 +374,11 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
     if path == "/api/compare":
         params["hardware"] = ",".join(rng.sample(names.systems[:40], rng.randint(1, 4)))
     if path == "/api/download":
-        params["what"] = rng.choice(["train", "compare", "x"])
-        params["format"] = rng.choice(["json", "csv", "html", "x"])
+        params["what"] = rng.choice(DOWNLOAD_WHAT)
+        params["format"] = rng.choice(DOWNLOAD_FORMATS)
+    if params and rng.random() < 0.15:  # a key given twice (`?tp=1&tp=0`), the later value hostile
+        key = rng.choice(sorted(params))
+        params = list(params.items()) + [(key, rng.choice(UI_HUGE + COUNTS[:12]))]
     return Case("ui", ["GET", path, params])
 
 

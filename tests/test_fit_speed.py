@@ -60,6 +60,30 @@ def test_the_fit_speculates_with_the_same_answer(monkeypatch):
     assert n_fast < len(passes) - n_fast  # fewer evaluations of the rows for the same fit
 
 
+def test_the_cross_validation_folds_speculate_in_one_process_on_two_cpus(monkeypatch):
+    import concurrent.futures
+
+    cases = _cases(("d-2", "14", "d-9", "d-30", "66"))
+    assert len({c.source for c in cases}) == 4
+    monkeypatch.setattr(executors, "default_workers", lambda: 2)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)  # a pool would fail here
+    passes = []
+    real = cb._log_ratio_columns
+
+    def counted(*a):
+        passes.append(a[3].shape[1])
+        return real(*a)
+    monkeypatch.setattr(cb, "_log_ratio_columns", counted)
+
+    def folds():
+        return {s: (cb.calibration_dict(cal, {}), info) for s, (cal, info) in cb.fold_fits(cases).items()}
+    fast = folds()
+    n_fast = len(passes)
+    monkeypatch.setattr(cb, "SPECULATE", 1)
+    assert folds() == fast
+    assert n_fast < len(passes) - n_fast  # fewer evaluations of the rows for the same folds
+
+
 def test_the_command_line_sets_the_allocator_thresholds(monkeypatch):
     calls = []
     monkeypatch.setattr(allocator, "tune", lambda: calls.append(1) or True)

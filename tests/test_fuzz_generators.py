@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 fuzz_cases = importlib.import_module("fuzz_cases")
 fuzz_files = importlib.import_module("fuzz_files")
 fuzz_wide = importlib.import_module("fuzz_wide")
+fuzz_shapes = importlib.import_module("fuzz_shapes")
 
 HELP_FLAG = re.compile(r"^ {2}(?:-\w, )?(--[\w-]+)(?: / (--[\w-]+))?", re.MULTILINE)
 
@@ -52,7 +53,7 @@ def test_no_option_takes_its_values_from_the_generic_pool(names):
 
 def test_the_generator_gives_each_command_options_and_combinations(names, tmp_path):
     seen: dict[str, set] = {}
-    for i in range(150):
+    for i in range(300):
         folder = tmp_path / str(i)
         folder.mkdir()
         case = fuzz_cases.command_line(random.Random(i), names, folder)
@@ -126,3 +127,54 @@ def _sweep_fields_written() -> set:
             if path.is_file():
                 out |= {line.split(":")[0] for line in path.read_text(errors="replace").splitlines() if ":" in line}
     return out
+
+
+def test_every_shipped_short_name_and_download_choice_is_drawn():
+    from flopcast.ui.app import FORMATS
+    from flopcast.validate.rows import SHIPPED
+
+    assert set(SHIPPED) <= set(fuzz_cases.SHIPPED_NAMES), set(SHIPPED) - set(fuzz_cases.SHIPPED_NAMES)
+    assert set(FORMATS) <= set(fuzz_cases.DOWNLOAD_FORMATS) and {"train", "compare"} <= set(fuzz_cases.DOWNLOAD_WHAT)
+
+
+def test_every_environment_variable_the_program_reads_is_drawn():
+    text = "\n".join(p.read_text() for p in (ROOT / "src/flopcast").rglob("*.py"))
+    read = set(re.findall(r"""(?:environ(?:\.get)?[\[(]|getenv\()\s*["'](\w+)["']""", text))
+    # and what the library calls on its paths read: shutil.get_terminal_size, expanduser, tempfile
+    assert read | {"COLUMNS", "LINES", "HOME", "TMPDIR"} <= set(fuzz_shapes.ENV), read - set(fuzz_shapes.ENV)
+
+
+def test_the_generator_reshapes_command_lines_stdin_environment_and_files(names, tmp_path, monkeypatch):
+    monkeypatch.setattr(fuzz_cases, "SHAPED", 1.0)  # every case reshaped (a quarter of them in a campaign)
+
+    def small_csv(rng, folder, kind):  # the shapes are the point here; a 250,000-row trace takes seconds to write
+        path = folder / f"{kind}{rng.randrange(10**6)}.csv"
+        path.write_text("arrival_s,input_tokens,output_tokens\n0,16,1\n")
+        return path
+
+    monkeypatch.setattr(fuzz_cases, "csv_file", small_csv)
+    seen = set()
+    for i in range(300):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        case = fuzz_cases.command_line(random.Random(i), names, folder)
+        argv = [str(a) for a in case.argv]
+        flags = [a for a in argv if a.startswith("--") and "=" not in a]
+        seen |= {"repeated option"} if len(flags) != len(set(flags)) else set()
+        seen |= {"--flag=value"} if any(a.startswith("--") and "=" in a for a in argv) else set()
+        seen |= {"--"} if "--" in argv else set()
+        seen |= {"long argument list"} if len(argv) > 1000 or any(len(a) > 100_000 for a in argv) else set()
+        seen |= {"unicode"} if any(not a.isascii() for a in argv) else set()
+        seen |= {"stdin"} if case.stdin is not None and {"-", "/dev/stdin"} & set(argv) else set()
+        seen |= {"environment"} if case.env else set()
+        seen |= {"terminal"} if case.tty else set()
+        seen |= {"rewritten"} if case.churn else set()
+        for a in (a for a in argv if len(a) < 1024):
+            p = Path(a)
+            if a.startswith(str(folder)) and p.is_symlink():
+                seen.add("symlink" if p.exists() else "link to nothing or a loop")
+            if a.startswith(str(folder)) and p.is_fifo():
+                seen.add("fifo")
+    shapes = {"repeated option", "--flag=value", "--", "long argument list", "unicode", "stdin", "environment",
+              "terminal", "rewritten", "symlink", "link to nothing or a loop", "fifo"}
+    assert shapes <= seen, f"shapes the generator never gives: {sorted(shapes - seen)}"

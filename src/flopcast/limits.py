@@ -159,6 +159,19 @@ def read_bounded(path, max_bytes: int, what: str = "") -> bytes:
     return data
 
 
+def resolved(path, what: str = "") -> Path:
+    """The absolute path with its symbolic links followed; a FlopcastError for links that form a loop (before
+    Python 3.13 `Path.resolve` raises RuntimeError there) or a path the system cannot resolve (a name too long)."""
+    p = Path(path).expanduser()
+    shown = f"{what} {p}" if what else str(p)
+    try:
+        return p.resolve()
+    except RuntimeError:
+        raise FlopcastError(f"cannot read {shown}: its symbolic links form a loop; valid: a file") from None
+    except OSError as exc:
+        raise FlopcastError(" ".join(f"cannot read {shown}: {exc.strerror or exc}".split())) from None
+
+
 def check_output(path, label: str) -> None:
     """A FlopcastError for an output target that would block forever: a named pipe (or socket) no process reads
     (opening it to write waits for a reader). A pipe being read, /dev/null and /dev/full pass (a full device's

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..cost import calibrations
 from ..errors import FlopcastError
 from ..frame import Tabular, flatten
+from ..limits import resolved
 from ..validate import training as vt
 from ..validate.rows import MAX_FIT_ROWS
 from .args import python_errors
@@ -56,7 +57,7 @@ def schema(path: str) -> str:
 def prepare_out(out: str, file: str, name: str = "out") -> Path:
     """An output path made writable before the (possibly long) run: its missing folders created."""
     p = Path(out)
-    if p.exists() and p.resolve() == Path(file).resolve():
+    if p.exists() and resolved(p) == resolved(file):
         raise FlopcastError(f"`{name}` {out} is the input file; choose another path")
     for parent in reversed(p.parents):
         if parent.exists() and not parent.is_dir():

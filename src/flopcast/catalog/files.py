@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import FlopcastError
-from ..limits import read_bounded
+from ..limits import read_bounded, resolved
 from . import entries
 from .names import catalog_kinds, raw, resolve_name, unknown
 
@@ -45,7 +45,7 @@ def _version(path: Path) -> tuple:
         raise FlopcastError(f"{path} is not a regular file (a device, a pipe or a socket); pass a YAML or TOML file")
     if st.st_size > MAX_FILE_BYTES:
         raise FlopcastError(f"{path} is {st.st_size:,} bytes; valid: a file of at most {MAX_FILE_BYTES:,} bytes")
-    return str(path.resolve()), st.st_mtime_ns, st.st_size
+    return str(resolved(path)), st.st_mtime_ns, st.st_size
 
 
 def read_file(path: Path) -> dict:
@@ -150,7 +150,7 @@ def file_data(name: str) -> dict:
 
 
 def _extend_chain(name: str, chain: tuple) -> tuple:
-    key = str(Path(str(name)).expanduser().resolve())
+    key = str(resolved(str(name)))
     if key in chain:
         raise FlopcastError(f"{name}: `base:` files form a loop; a file cannot be based on itself")
     if len(chain) >= MAX_BASE_CHAIN:

@@ -20,6 +20,7 @@ import yaml
 
 from .. import catalog
 from ..errors import FlopcastError
+from ..limits import resolved
 from ..model.system import Dtype, System, Topology
 from ..units import UnitError, parse
 
@@ -256,7 +257,7 @@ class _Keep:
 
 def base_ref(name: str, system: System) -> str:
     """What a variant file names as its base: the file (absolute) or the catalog key."""
-    return str(Path(name).expanduser().resolve()) if catalog.is_file(name) else system.id
+    return str(resolved(name)) if catalog.is_file(name) else system.id
 
 
 def chip_ref(system: System) -> str:

@@ -353,6 +353,7 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
     those layouts do not depend on the data, so they are searched once for all folds."""
     cases = [c for c in cases if c.measured]
     params = _parameters(cases)
+    workers = fit_workers(workers)
     used, layouts = _layouts(cases, _calibration(params, np.array([p.prior for p in params])), workers)
     sources = sorted({c.source for c in cases})
     problems, fold_params = [], []
@@ -360,7 +361,7 @@ def fold_fits(cases: list[vt.Case], workers: int | None = None) -> dict:
         train = [i for i, c in enumerate(used) if c.source != src]
         fold_params.append(_parameters([used[i] for i in train]) if train else [])
         problems.append(_problem(params, fold_params[-1], train))
-    sols = _solve(params, problems, used, layouts, workers=workers)
+    sols = _solve(params, problems, used, layouts, workers=workers, speculate=SPECULATE)
     out = {}
     for src, fp, prob, sol in zip(sources, fold_params, problems, sols):
         cal = _calibration(fp, np.exp(sol.u[prob.free])) if fp else Calibration()
@@ -385,6 +386,7 @@ def cross_validate(path, progress=None, workers: int | None = None) -> dict:
     """Leave-one-source-out: refit without each source, predict it. The honest error on unseen runs."""
     cases, skipped = vt.load_cases(path)
     cases = [c for c in cases if c.measured]
+    workers = fit_workers(workers)
     fits = fold_fits(cases, workers)
     folds = {src: {k: v for k, v in calibration_dict(cal, {}).items() if k != "provenance"}
              for src, (cal, _) in fits.items()}
