@@ -149,7 +149,7 @@ def test_validate_inference_mape_guard(tmp_path, inference_csv):
     r = validate_inference(inference_csv)
     s = r["summary"]
     assert s["n_ok"] >= 40 and s["n_skipped"] == 0
-    # measured 18.2% in-sample with the parameters fitted on both serving files (i39 alone is +217%); median 8.8%
+    # measured 13.6% in-sample with the parameters fitted on both serving files; median 9.3% on both files
     assert s["mape_pct"] <= 18.5
     assert s["median_ape_pct"] <= 10.0
     assert set(s["by_metric"]) >= {"tpot_ms", "ttft_ms", "output_tokens_per_s_total"}
@@ -158,6 +158,20 @@ def test_validate_inference_mape_guard(tmp_path, inference_csv):
     bad.write_text("\n".join([text[0], text[1].replace("graviton3,r7g.16xlarge", "nochip,nosystem")]) + "\n")
     rows = validate_inference(bad)["rows"]
     assert rows and all(x["status"] == "skipped" and x["reason"] for x in rows)
+
+
+def test_arcee_inferentia2_figure_is_one_stream(inference_csv):
+    """i39's 28 tokens/s (Llama-3-70B on inf2.48xlarge compiled for batch 4) is one request's speed: as a sum over
+    4 streams it would be below the same instance's batch-1 single stream (i27), which a bandwidth-bound decode
+    cannot produce; predicted as one stream of the batch-4 graph it lands within 15% (+302% as a total)."""
+    import csv
+    rows = {r["run_id"]: r for r in csv.DictReader(open(inference_csv))}
+    i39, i27 = rows["i39"], rows["i27"]
+    assert not i39["measured_output_tokens_per_s_total"]
+    assert float(i39["measured_decode_tokens_per_s_per_stream"]) <= float(i27["measured_output_tokens_per_s_total"])
+    fig = [x for x in validate_inference(inference_csv)["rows"] if x["run_id"] == "i39"]
+    assert [x["metric"] for x in fig] == ["decode_tokens_per_s_per_stream"]
+    assert abs(fig[0]["error_pct"]) <= 15.0
 
 
 def test_kv_heads_replicated_when_ranks_outnumber_them():
