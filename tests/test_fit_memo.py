@@ -99,5 +99,8 @@ def test_a_fold_starting_from_the_full_fit_meets_its_first_evaluations_in_the_me
     warm = len(made)
     cold = vi.fit_families(dense_rows, cache=FitCache(), start=full)
     # the same refit from the same start; with the full fit's predictions its start and the Jacobian there (the
-    # simulated row and its 3 columns) come from the memo
-    assert cold == again and len(made) - warm >= warm + 4
+    # simulated row and its 4 columns: compute, memory, layer and request overheads) come from the memo. The memo
+    # keys on exact values and the fold's start is log(exp(x)) of the full fit's, which can move a parameter by
+    # one ulp (the shipped fit's compute: 0.5116999911711354 in the full fit's Jacobian, ...353 in the fold's), so
+    # that column is simulated again: at least 3 of the 5 come from the memo
+    assert cold == again and len(made) - warm >= warm + 3
