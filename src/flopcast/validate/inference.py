@@ -281,12 +281,12 @@ def validate_inference(path, calibration=None) -> dict:
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
     "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_bytes_per_s": (1e9, 1e13),
-    "moe_expert_overhead_s": (1e-8, 1e-3), "moe_block_overhead_s": (1e-8, 1e-3),
+    "moe_expert_overhead_s": (1e-8, 1e-3), "moe_transfer_s": (1e-8, 1e-3),
 }
 FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_bytes_per_s": inf.STATIC_SHAPE_FAMILIES,
                "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES,
-               "moe_block_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
-PER_RELEASE = {"moe_block_bytes_per_s": releases.PER_RELEASE, "moe_block_overhead_s": releases.PER_RELEASE_OVERHEAD}
+               "moe_transfer_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
+PER_RELEASE = {"moe_block_bytes_per_s": releases.PER_RELEASE, "moe_transfer_s": releases.PER_RELEASE_TRANSFER}
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
 
@@ -335,7 +335,7 @@ def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None) -
 
     prior = inf.PRIORS[fam]
     names = _free_names(fam, mine)
-    x0 = np.log([_param(prior, n) for n in names])
+    x0 = np.log([_prior(fam, prior, n) for n in names])
     lo = np.log([_FREE[n.split("@")[0]][0] for n in names])
     hi = np.log([_FREE[n.split("@")[0]][1] for n in names])
     xs = x0 if start is None else np.clip(np.log([_param(start, n) for n in names]), lo, hi)
@@ -360,7 +360,7 @@ def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None) -
 
 def _free_names(fam: str, mine: list) -> list[str]:
     """The family's free parameters; a static-shape family whose MoE rows state Neuron SDK releases fits one MoE
-    block rate and one fixed cost per block per release (`moe_block_bytes_per_s@2.28`, `moe_block_overhead_s@2.28`,
+    block rate and one fixed cost per block per release (`moe_block_bytes_per_s@2.28`, `moe_transfer_s@2.28`,
     cost/inference/releases.py) instead of one for all."""
     names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
     stated = sorted({releases.release_of(r.get("engine")) for r in mine if _is_moe(r)} - {None},
@@ -384,6 +384,13 @@ def _param(eff: inf.EngineEfficiency, name: str) -> float:
         per_release, one = releases.PER_RELEASE_FIELDS[head + "@"]
         return dict(getattr(eff, per_release)).get(rel, getattr(eff, one))
     return getattr(eff, name)
+
+
+def _prior(fam: str, prior: inf.EngineEfficiency, name: str) -> float:
+    """A free parameter's prior; a release's block rate is its release's (releases.prior_rate)."""
+    if name.startswith(releases.PER_RELEASE):
+        return releases.prior_rate(fam, name.split("@")[1])
+    return _param(prior, name)
 
 
 def _efficiency(prior: inf.EngineEfficiency, names: list, values) -> inf.EngineEfficiency:
