@@ -160,13 +160,16 @@ def _run_ui(case) -> int:
     from flopcast.ui import create_app
 
     method, path, payload = case.argv
+    def post(client, path, body):  # JSON with its escapes as a browser sends them (httpx's json= refuses "\ud800")
+        return client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+
     with TestClient(create_app(Path("uploads")), raise_server_exceptions=False) as client:
         if method == "POST+GET":  # upload a model, then ask for a forecast of it by the key the upload returned
-            up = client.post("/api/upload", json=payload["upload"])
+            up = post(client, "/api/upload", payload["upload"])
             key = up.json().get("model") if up.status_code == 200 else "upload:none"
             r = client.get(path, params={**payload["params"], "model": key})
         else:
-            r = client.post(path, json=payload) if method == "POST" else client.get(path, params=payload)
+            r = post(client, path, payload) if method == "POST" else client.get(path, params=payload)
     sys.stdout.write(f"{r.status_code}\n{r.headers.get('content-type', '')}\n{r.text}")
     return 0
 
