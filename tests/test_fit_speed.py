@@ -204,3 +204,22 @@ def test_row_bounds_take_their_data_parallel_floor_only_for_the_rows_a_search_re
     assert np.array_equal(first, order[:len(first)]) and len(first) >= bounded.FIRST_ROWS
     assert np.array_equal(rows.bound[first], every[first])
     assert np.array_equal(rows.order(len(base)), order) and np.array_equal(rows.bound, every)
+
+
+def test_a_layer_s_gemm_is_timed_three_times_with_compute_s_numbers(monkeypatch):
+    from flopcast.cost import compute
+    from flopcast.simulate import layer
+
+    kw = dict(peak=np.array([1e15, 2e15]), efficiency=np.array([0.7, 0.6]), tile=(128, 128), cores=132,
+              bandwidth=3.35e12, memory_efficiency=0.8, operand_bytes=2.0)
+    g = layer._Gemms(kw, np.zeros(2))
+    calls = []
+    real = compute.gemm_time
+    monkeypatch.setattr(compute, "gemm_time", lambda *a, **k: calls.append(1) or real(*a, **k))
+    g.add(np.array([4096.0, 8192.0]), 1536.0, 4096.0, count=2.0)
+    assert len(calls) == 3  # forward, data and weight gradients: the weight gradient not timed twice
+    monkeypatch.setattr(compute, "gemm_time", real)
+    f, b, flops = compute.gemm_fwd_bwd_time(np.array([4096.0, 8192.0]), 1536.0, 4096.0, **kw)
+    w, _ = compute.gemm_time(4096.0, 1536.0, np.array([4096.0, 8192.0]), **kw)
+    assert np.array_equal(g.fwd, 2.0 * f) and np.array_equal(g.bwd, 2.0 * b) and np.array_equal(g.wgrad, 2.0 * w)
+    assert np.array_equal(g.flops, 2.0 * flops)

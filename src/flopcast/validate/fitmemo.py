@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from ..cost.inference import EngineEfficiency
+from ..errors import FlopcastError
 
 FIELDS = tuple(f.name for f in fields(EngineEfficiency))
 _FIELD_SET = frozenset(FIELDS)
@@ -71,7 +72,19 @@ class RowMemo:
 @dataclass(frozen=True)
 class FitCache:
     """What the fits of one calibration share: each family's fit by its rows (a cross-validation fold that leaves a
-    family's rows unchanged reuses it) and the memo of row predictions."""
+    family's rows unchanged reuses it), the memo of row predictions, and each row's deployment at the priors (its
+    engine family and chip: which fit it belongs to)."""
 
     fits: dict = field(default_factory=dict)  # (family, its rows' source/run_id) -> fitted EngineEfficiency
     rows: RowMemo = field(default_factory=RowMemo)
+    deployments: dict = field(default_factory=dict)  # row -> its deployment at the priors, None when it has none
+
+    def deployment(self, row: dict, configure):
+        """configure(row, {})'s deployment (validate/inference.configure), or None where the row cannot be built."""
+        key = _row_key("", row)
+        if key not in self.deployments:
+            try:
+                self.deployments[key] = configure(row, {})[0]
+            except (FlopcastError, KeyError, ValueError):
+                self.deployments[key] = None
+        return self.deployments[key]
