@@ -81,3 +81,31 @@ def test_cli_deploy_text_fits_and_lines_up(capsys):
     text = capsys.readouterr().out
     assert "best" in text and "Pareto" in text
     assert not too_wide(text) and not misaligned(text), (too_wide(text), misaligned(text)[:3])
+
+
+def test_the_best_deployment_carries_its_interval_each_end_simulated(p5):
+    """Each end of the serving interval gets its own capacity search: a slower engine serves less, a faster more, and
+    the cost per token moves the other way; the point itself lies inside."""
+    b, best, iv = p5.bounds, p5.best, p5.interval
+    assert iv is not None and iv.low < 1 < iv.high and not p5.interval_note
+    lo, hi = b["qps"]
+    assert lo < best.qps < hi
+    lo_c, hi_c = b["cost_per_million_output_tokens_usd"]
+    assert lo_c < best.cost_per_million_output_tokens_usd < hi_c
+    # queues and the TPOT target are not linear in speed, but capacity moves with it
+    assert hi / best.qps > 1.1 and best.qps / lo > 1.1
+    d = api.deployment.outcome_dict(p5)
+    assert d["best"]["qps_low"] == lo and d["best"]["cost_per_million_output_tokens_usd_high"] == hi_c
+    assert d["interval"]["kind"] == iv.kind
+
+
+def test_an_interval_whose_work_budget_is_spent_is_unavailable_not_guessed(p5):
+    from flopcast.plan import deploy_interval as ends
+    from flopcast.simulate.serving.budget import WorkBudget
+
+    cost = lambda *a: D._costs(p5.system, *a)  # noqa: E731
+    b, why = ends.ends(p5.system, p5.best, ("512", "128"), SLO, None, 300, 0, p5.interval, cost, D.capacity,
+                        WorkBudget(10))
+    assert b == {} and "budget" in why
+    b, why = ends.ends(p5.system, p5.best, ("512", "128"), SLO, None, 300, 0, None, cost, D.capacity)
+    assert b == {} and why

@@ -11,6 +11,7 @@ from ..errors import FlopcastError
 from ..frame import Tabular, flatten
 from ..model.workload import Model
 from ..plan import deploy as D
+from ..plan import deploy_interval as ends
 from ..plan import forecast
 from ..simulate import serving as S
 from . import args
@@ -33,7 +34,10 @@ def outcome_dict(o: D.DeployOutcome) -> dict:
             "price_per_hour_usd": o.system.price_per_hour, "ranked_by": (
                 "cost_per_million_output_tokens_usd" if o.system.price_per_hour is not None
                 else "chip_hours_per_million_output_tokens"),
-            "best": _point(best), "baseline_one_replica_per_instance": _point(base),
+            "best": None if best is None else ends.with_ends(best.to_dict(), o.bounds),
+            "interval": None if o.interval is None or not o.bounds else o.interval.to_dict(),
+            "interval_unavailable": o.interval_note or None if best is not None else None,
+            "baseline_one_replica_per_instance": _point(base),
             "cost_saving_vs_baseline": saving, "pareto": [p.to_dict() for p in o.pareto],
             "verified_instance": None if not whole else {
                 "replicas": best.candidate.replicas_per_instance, "qps": o.best.qps,

@@ -48,6 +48,7 @@ def _system_lines(o) -> list[str]:
     lines += render(_POINTS, rows, indent="  ")
     lines.append("  (latencies p50; tok/s/chip and USD/M tok count output tokens; Pareto: the front of output tok/s "
                  "per chip vs TPOT)")
+    lines += _interval_lines(o)
     if o.verified is not None:
         v = o.verified
         unit = "units" if o.best.to_dict()["disaggregated"] else "replicas"
@@ -55,6 +56,19 @@ def _system_lines(o) -> list[str]:
                      f"least-loaded routing) at {o.best.qps:,.1f} req/s: {v.slo_attainment:.0%} of requests within "
                      f"the SLOs over {v.requests:,} requests")
     return lines
+
+
+def _interval_lines(o) -> list[str]:
+    """The best deployment's prediction interval: its capacity found again at each end of the serving interval."""
+    b, iv = o.bounds, o.interval
+    if not b:
+        return [f"  interval: {o.interval_note}"] if o.interval_note else []
+    span = lambda k, f: "n/a" if not b.get(k) else f"{f(b[k][0])}-{f(b[k][1])}"  # noqa: E731
+    cost = ("cost_per_million_output_tokens_usd", lambda v: f"${v:,.3f}") if o.system.price_per_hour is not None \
+        else ("chip_hours_per_million_output_tokens", lambda v: f"{v:,.3f} chip-h")
+    return [f"  best, {iv.label} interval (capacity simulated again at x{iv.low:.2f} and x{iv.high:.2f} engine speed, "
+            f"{iv.kind}): {span('qps', lambda v: f'{v:,.1f}')} req/s, "
+            f"{span('output_tokens_per_s_per_chip', lambda v: f'{v:,.0f}')} tok/s/chip, {span(*cost)} /M tok"]
 
 
 def _unsimulated_lines(o) -> list[str]:

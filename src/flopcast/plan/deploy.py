@@ -34,6 +34,7 @@ from ..model.workload import Model
 from ..simulate import serving as S
 from ..simulate.serving.budget import BudgetSpent, WorkBudget
 from ..simulate.serving.capacity import ATTAINMENT  # share of requests within both SLOs at capacity
+from . import deploy_interval as ends
 from . import deploy_work as work
 from . import disaggregate as split
 from .candidates import (BACKLOG_GROWTH, BOUND_SLACK, MAX_SIMULATIONS, MAX_UTILISATION, MAX_VERIFY_REQUESTS,
@@ -95,6 +96,9 @@ class DeployOutcome:
     budget_note: str = ""  # what the work budget cut ("" when nothing)
     budget: dict = field(default_factory=dict)  # WorkBudget.to_dict() of the search
     unsimulated: tuple = ()  # (candidate, bound cost) the budget left unsimulated, cheapest bound first
+    interval: object = None  # cost.uncertainty.Interval of the best's kind of serving forecast
+    bounds: dict = field(default_factory=dict)  # key -> (low, high) of the best at each end (plan/deploy_interval)
+    interval_note: str = ""  # why the best has no bounds ("" when it has)
 
     def unsimulated_dicts(self) -> list[dict]:
         """The unsimulated candidates ranked on the roofline: an upper bound on each replica's capacity and so a lower
@@ -211,13 +215,13 @@ def _bound_key(system: System, c: Candidate, n_out: float, qps):
 
 
 def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float, budget=None,
-            most: int = MAX_VERIFY_REQUESTS):
+            most: int = MAX_VERIFY_REQUESTS, speed: float = 1.0):
     """(meets, result): one run at `q`; it meets when 90% of all requests and 90% of the last third of arrivals
     are within both SLOs and the last third's mean TTFT is no more than BACKLOG_GROWTH x the middle third's
     (+5% of the TTFT target): a rate beyond what the replica serves builds a backlog whose wait grows with time."""
     n = int(min(max(requests, math.ceil(q * span_s)), most))
     reqs = S.poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=workload[0], output_tokens=workload[1])
-    o, res = S.run_any(d, reqs, cfg, seed=seed, budget=budget)
+    o, res = S.run_any(d, reqs, cfg, seed=seed, budget=budget, speed=speed)
     first, done = np.array(o.first_s), np.array(o.done_s)
     arr, out = reqs.arrival_s, reqs.output_tokens
     tpot = np.where(out > 1, (done - first) / np.maximum(out - 1, 1), 0.0)
@@ -229,33 +233,34 @@ def _steady(d, cfg, q: float, workload, requests: int, seed: int, span_s: float,
     return bool(meets.mean() >= ATTAINMENT and tail.mean() >= ATTAINMENT and not growing), res
 
 
-def service_rate(d, cfg, workload, seed: int, budget=None) -> float:
+def service_rate(d, cfg, workload, seed: int, budget=None, speed: float = 1.0) -> float:
     """Requests/s the replica completes when it never runs dry: a burst of 8 x max_seqs requests (at least 1,000)."""
     n = burst_requests(cfg.max_seqs)
     reqs = S.poisson_requests(1e6, np.random.default_rng(seed), n=n, input_tokens=workload[0],
                               output_tokens=workload[1])
-    return S.simulate_any(d, reqs, cfg, seed=seed, budget=budget).throughput_requests_per_s
+    return S.simulate_any(d, reqs, cfg, seed=seed, budget=budget, speed=speed).throughput_requests_per_s
 
 
 def capacity(d, cfg, start_qps: float, workload, requests: int, seed: int, iterations: int = 8, budget=None,
-             most: int = MAX_VERIFY_REQUESTS):
+             most: int = MAX_VERIFY_REQUESTS, speed: float = 1.0):
     """Highest steady rate (see _steady) up to MAX_UTILISATION x the service rate, by bisection; (0, None) if none.
 
     Near a utilisation of 1 a finite run meets the SLOs at rates whose queue grows without bound in a longer
     one (llama3-8b, p5.48xlarge TP2: 64 req/s meets them over 4,300 requests, 28% over 17,000), so the rate
     is capped below the burst service rate. `budget` (simulate/serving/budget.py): when it runs out the bisection
     stops at the highest rate verified so far (a lower bound; budget.cut is set). `most`: requests per steady run
-    at most (fewer than MAX_VERIFY_REQUESTS when the budget cannot pay for full runs)."""
+    at most (fewer than MAX_VERIFY_REQUESTS when the budget cannot pay for full runs). `speed`: every batch iteration
+    that many times as fast (an end of the prediction interval, plan/deploy_interval.py)."""
     span = span_s(cfg, S.median_output(workload[1], seed))
     lo, best = 0.0, None
     try:
-        hi = min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed, budget))
-        ok, r = _steady(d, cfg, hi, workload, requests, seed, span, budget, most)
+        hi = min(float(start_qps), MAX_UTILISATION * service_rate(d, cfg, workload, seed, budget, speed))
+        ok, r = _steady(d, cfg, hi, workload, requests, seed, span, budget, most, speed)
         if ok:
             return hi, r
         for _ in range(iterations):
             mid = (lo + hi) / 2.0
-            ok, r = _steady(d, cfg, mid, workload, requests, seed, span, budget, most)
+            ok, r = _steady(d, cfg, mid, workload, requests, seed, span, budget, most, speed)
             if ok:
                 lo, best = mid, r
             else:
@@ -352,8 +357,12 @@ def deploy(model: Model, system: System, config, *, input_tokens="512", output_t
         checked = verify(model, system, best, workload, config, requests, seed, ic, budget.part(1))
     except BudgetSpent:
         checked, cut["check"] = None, True
+    iv = ends.interval_of(best)
+    bounds, why = ends.ends(system, best, workload, config, qps, requests, seed, iv, lambda *a: _costs(system, *a),
+                            capacity)
     return DeployOutcome(system, best, base, tuple(sims), front, considered, pruned, verified=checked,
-                         budget_note=_budget_note(budget, cut), budget=budget.to_dict(), unsimulated=ranked)
+                         budget_note=_budget_note(budget, cut), budget=budget.to_dict(), unsimulated=ranked,
+                         interval=iv, bounds=bounds, interval_note=why)
 
 
 def _branch_and_bound(system, ok: list, n_out: float, qps, run, budget: WorkBudget, pruned: dict, progress):

@@ -21,6 +21,8 @@ class ServingPoint:
     capacity: bool  # qps was found by find_capacity
     result: object  # simulate.serving.ServingResult at qps
     budget_note: str = ""  # what the deployment search's work budget cut ("" when nothing)
+    capacity_bounds: tuple | None = None  # (low, high) of qps: the capacity found again at each end of the interval
+    interval: object = None  # cost.uncertainty.Interval of those ends
 
     @property
     def split(self):
@@ -56,6 +58,16 @@ class ServingPoint:
                "budget_note": self.budget_note or None,
                ("capacity_qps" if self.capacity else "qps"): self.qps}
         out.update(self.result.to_dict())
+        if self.capacity_bounds:  # at capacity the instances are fixed: tokens/s scale with the rate, cost inversely
+            lo, hi = self.capacity_bounds
+            out["capacity_qps_low"], out["capacity_qps_high"] = lo, hi
+            for k in ("output_tokens_per_s", "total_tokens_per_s", "throughput_requests_per_s"):
+                if out.get(k):
+                    out[f"{k}_low"], out[f"{k}_high"] = out[k] * lo / self.qps, out[k] * hi / self.qps
+            for k in ("cost_per_million_output_tokens_usd", "cost_per_million_tokens_usd"):
+                if out.get(k):
+                    out[f"{k}_low"], out[f"{k}_high"] = out[k] * self.qps / hi, out[k] * self.qps / lo
+            out["interval"] = self.interval.to_dict()
         return out
 
 
@@ -123,8 +135,9 @@ def _best_deployment(model, system, config, weights, kv_dtype, requests, input_t
     else:
         d = inf.deployment(model, system, chips=c.tp * c.pp * k, tp=c.tp, weights=c.weights, kv_dtype=c.kv_dtype,
                            inference_calibration=inference_calibration, ep=c.ep, pp=c.pp)
+    b = o.bounds.get("qps" if k > 1 else "replica_capacity_qps")
     return ServingPoint(system, d, o.best.qps if k > 1 else o.best.replica_qps, True, o.verified or o.best.result,
-                        o.budget_note)
+                        o.budget_note, b, o.interval if b else None)
 
 
 def _serve_one(model, system, config, chips, tp, weights, kv_dtype, qps, requests, input_tokens, output_tokens,

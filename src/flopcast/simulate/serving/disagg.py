@@ -261,12 +261,13 @@ def simulate_any(target, reqs: Requests, config: ServingConfig = ServingConfig()
 
 
 def run_any(target, reqs: Requests, config: ServingConfig, *, seed: int = 0,
-            budget=None) -> tuple[Outcome, ServingResult]:
-    """(outcome, result) of one run of either kind of deployment."""
+            budget=None, speed: float = 1.0) -> tuple[Outcome, ServingResult]:
+    """(outcome, result) of one run of either kind of deployment; `speed`: every batch iteration that many times as
+    fast as the roofline says (an end of its prediction interval)."""
     if isinstance(target, Disaggregated):
-        o, res, _ = run_disaggregated(target, reqs, config, seed=seed, budget=budget)
+        o, res, _ = run_disaggregated(target, reqs, config, seed=seed, budget=budget, speed=speed)
         return o, res
-    sim = Simulation(target, reqs, config, None, seed, False, budget=budget)
+    sim = Simulation(target, reqs, config, None, seed, False, speed=speed, budget=budget)
     sim.run()
     o = sim.outcome()
     return o, summarize(target, reqs, config, o)
