@@ -13,7 +13,9 @@ it is killed and counted a hang. Its peak memory is the child's ru_maxrss (os.wa
     stalled       killed at WALL_S of wall clock under 30 s of CPU: a wait (or a machine too loaded to say)
     memory        over 2 GiB of peak RSS, or a MemoryError under the 2 GiB address-space limit
     invalid_json  --json at exit 0 and not strict JSON (NaN, Infinity, or not JSON at all)
-    nonsense      nan/inf in text output, a negative time, cost or energy, an MFU outside (0, 1], a multi-line error
+    nonsense      nan/inf in text output, a negative time, cost or energy, an MFU outside (0, 1], a multi-line error,
+                  a JSON result that breaks an invariant (benchmarks/fuzz_invariants.py: intervals, breakdown sums,
+                  tokens = throughput x time, chip-hours, TTFT <= end-to-end latency, ...)
     slow          finished, but past 30 s of wall clock (under 30 s of CPU: a loaded machine)
 
     python benchmarks/fuzz_campaign.py --runs 3000 --jobs 2 --seed 7          # prints the counts
@@ -46,6 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_cases  # noqa: E402
+import fuzz_invariants  # noqa: E402
+import fuzz_pairs  # noqa: E402
 
 MEMORY_BYTES = 2 << 30
 CPU_S = 30
@@ -75,7 +79,7 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         reader = _terminal(folder) if case.tty and not case.stdout_full else None
         if case.churn:
             threading.Thread(target=_rewrite, args=case.churn, daemon=True).start()
-        code = _run_ui(case) if case.kind == "ui" else _run_cli(case)
+        code = {"ui": _run_ui, "pair": _run_pair}.get(case.kind, _run_cli)(case)
         sys.stdout.flush()
         if reader:
             os.close(1)  # the terminal's last writer gone: its reader sees the end (EIO) and stops
@@ -136,6 +140,20 @@ def _run_cli(case) -> int:
     return code
 
 
+def _run_pair(case) -> int:
+    """Both runs of a pair (fuzz_pairs.py), their outputs split by a line; 2 when either refused, else the worse."""
+    from flopcast.cli import main
+
+    codes = []
+    for i, argv in enumerate(case.argv):
+        if i:
+            sys.stdout.write(fuzz_pairs.SEPARATOR)
+        codes.append(main(list(argv)))
+        sys.stdout.flush()
+    bad = [c for c in codes if c not in (0, 2)]
+    return bad[0] if bad else max(codes)
+
+
 def _run_ui(case) -> int:
     from starlette.testclient import TestClient
 
@@ -184,7 +202,7 @@ def _json_verdict(text: str):
         data = _strict(text)
     except ValueError as exc:
         return None, ("invalid_json", f"{exc}: {text[:300]}")
-    bad = _bad_values(data)
+    bad = _bad_values(data) or fuzz_invariants.violation(data)  # signs and ranges, then the identities
     return data, (("nonsense", bad) if bad else None)
 
 
@@ -201,6 +219,8 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
         return "traceback", f"exit {code}; {err.strip()[-700:]}"
     if case.kind == "ui":
         return _classify_ui(out)
+    if case.kind == "pair":
+        return _classify_pair(case, code, out, err)
     if code == 2:
         lines = [x for x in err.splitlines() if x.startswith("error:")]  # progress lines may come before it
         if len(lines) != 1:
@@ -216,6 +236,21 @@ def classify(case, status: int, cpu_s: float, wall_s: float, rss_bytes: int, out
         if bad:
             return "nonsense", f"{bad.group(0)!r} in ...{out[max(0, bad.start() - 150):bad.end() + 50]}"
     return ("slow", f"{wall_s:.1f} s wall, {cpu_s:.1f} s CPU") if wall_s > 30 else ("ok", "")
+
+
+def _classify_pair(case, code: int, out: str, err: str) -> tuple[str, str]:
+    """Each refusal one line, each JSON strict and within its invariants, the faster chip never slower."""
+    if len([x for x in err.splitlines() if x.startswith("error:")]) > len(case.argv):
+        return "nonsense", f"more error lines than runs: {err.strip()[:500]}"
+    for part in out.split(fuzz_pairs.SEPARATOR):
+        if part.strip() and not part.lstrip().startswith("{"):
+            return "invalid_json", part[:300]
+        if part.strip():
+            _, bad = _json_verdict(part)
+            if bad:
+                return bad
+    bad = fuzz_pairs.verdict(case.argv, out) if code == 0 else None
+    return bad or ("refused" if code == 2 else "ok", "")
 
 
 def _classify_ui(out: str) -> tuple[str, str]:

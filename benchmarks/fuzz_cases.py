@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+import fuzz_pairs
 import fuzz_shapes
 import fuzz_wide
 from fuzz_files import calibration_file, csv_file, hf_config, sweep_file, user_file
@@ -111,6 +112,8 @@ class Case:
     churn: tuple = ()  # (path, [contents]): the file rewritten with each in turn while the run reads it
 
     def shown(self, limit: int = 3000) -> str:
+        if self.kind == "pair":  # two command lines
+            return " ; ".join(Case("cli", list(a)).shown(limit // 2) for a in self.argv)
         words = [repr(a) if a == "" or not str(a).isprintable() or " " in str(a) else str(a) for a in self.argv]
         text = ("flopcast " if self.kind == "cli" else "ui ") + " ".join(words)
         extra = [f"{k}={v!r}" for k, v in self.env.items()] + (["stdout a terminal"] if self.tty else [])
@@ -278,9 +281,11 @@ def _positional(rng, command, names, folder, made) -> list:
 SHAPED = 0.25  # the share of command lines reshaped (fuzz_shapes.py)
 
 
-def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
-    """One command with its positional argument, -H and a random subset of its options."""
-    command = rng.choice([c for c in names.commands if c != "ui" and (not names.only or c in names.only)])
+def command_line(rng: random.Random, names: Names, folder: Path, command: str | None = None,
+                 shape: bool = True) -> Case:
+    """One command (`command`, or one drawn) with its positional argument, -H and a random subset of its options;
+    reshaped (fuzz_shapes.py) one time in four when `shape`."""
+    command = command or rng.choice([c for c in names.commands if c != "ui" and (not names.only or c in names.only)])
     if command in ("claims", "report") and rng.random() < 0.7 and not names.only:  # slow (10-20 s each), fewer
         command = rng.choice(["train", "search", "serve", "infer", "validate"])
     cmd = names.commands[command]
@@ -316,7 +321,7 @@ def command_line(rng: random.Random, names: Names, folder: Path) -> Case:
     if "--json" in by_flag and "--json" not in argv and rng.random() < 0.5:
         argv.append("--json")
     case = Case("cli", argv, stdout_full=rng.random() < 0.01, files=len(made))
-    if rng.random() < SHAPED:
+    if shape and rng.random() < SHAPED:
         every = {o: p for p in options for o in p.opts}
 
         def value_of(flag, draw=True):
@@ -384,4 +389,13 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
 
 def case(rng: random.Random, names: Names, folder: Path) -> Case:
     ui = rng.random() < 0.04 if not names.only else "ui" in names.only and (names.only == ("ui",) or rng.random() < 0.5)
+    only_pairs = names.only == ("pair",)
+    if not ui and (not names.only or "pair" in names.only) and (only_pairs or rng.random() < PAIRED):
+        for _ in range(10):  # a chip without the field drawn gives no pair: draw again
+            argvs = fuzz_pairs.pair(rng, names, folder, lambda r, n, f, c: command_line(r, n, f, c, shape=False).argv)
+            if argvs:
+                return Case("pair", argvs, files=1)
     return ui_request(rng, names, folder) if ui else command_line(rng, names, folder)
+
+
+PAIRED = 0.04  # the share of cases that are a pair of runs: a chip and a faster one (fuzz_pairs.py)

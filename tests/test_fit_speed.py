@@ -44,7 +44,7 @@ def test_the_fit_runs_in_one_process_on_two_cpus(monkeypatch):
 
 
 def test_the_fit_speculates_with_the_same_answer(monkeypatch):
-    cases = _cases(("d-2", "14", "d-9", "d-30", "66"))
+    cases = _cases(("d-2", "14", "d-9", "d-38", "66"))  # rows whose fit rejects steps: speculation has some to save
     passes = []
     real = cb._log_ratio_columns
 
@@ -63,7 +63,7 @@ def test_the_fit_speculates_with_the_same_answer(monkeypatch):
 def test_the_cross_validation_folds_speculate_in_one_process_on_two_cpus(monkeypatch):
     import concurrent.futures
 
-    cases = _cases(("d-2", "14", "d-9", "d-30", "66"))
+    cases = _cases(("d-2", "14", "d-9", "d-38", "66"))  # as above: folds whose fits reject steps
     assert len({c.source for c in cases}) == 4
     monkeypatch.setattr(executors, "default_workers", lambda: 2)
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)  # a pool would fail here
@@ -155,3 +155,71 @@ def test_the_bounded_search_builds_only_valid_candidates_the_same_as_expanding_t
         assert np.array_equal(local, np.nonzero(ok)[0]) and 0 < lb.size < full.size
         want = full.take(local)
         assert all(np.array_equal(getattr(lb, f), getattr(want, f)) for f in search_mod.LAYOUT_FIELDS)
+
+
+def test_the_bounded_search_bounds_only_fitting_layouts_until_one_is_found(monkeypatch):
+    from flopcast.plan import search as search_mod
+
+    cal, space = catalog.calibration(), search_mod.SearchSpace()
+    bounded_layouts = []
+    real = bounded.layout_bounds
+    monkeypatch.setattr(bounded, "layout_bounds", lambda m, t, lb, above=np.inf: bounded_layouts.append(lb.size)
+                        or real(m, t, lb, above))
+
+    def outcome(name, chips):
+        model, system = catalog.load_model(name), catalog.load_system("p5.48xlarge")
+        bounded_layouts.clear()
+        out = bounded.search(model, system, chips, cal, space, bounded.WorkTable(model, system, cal))
+        i = int(out.order[0]) if out.n_fit else int(np.argmin(out.results["memory_bytes"]))
+        return (out.batch.layout(i), out.n_fit, out.evaluated, out.rejected), sum(bounded_layouts)
+    # llama3-70b on 16 H100s: 132 of 48,832 layouts fit; mixtral-8x7b on 8: none (its smallest footprint shown)
+    fast = {case: outcome(*case) for case in (("llama3-70b", 16), ("mixtral-8x7b", 8))}
+    monkeypatch.setattr(bounded, "MEMORY_FIRST", 10**12)  # every layout bounded, then evaluated
+    for case, (got, n_bounded) in fast.items():
+        plain, n_plain = outcome(*case)
+        assert got == plain
+        assert n_bounded < n_plain / 3
+
+
+def test_row_bounds_take_their_data_parallel_floor_only_for_the_rows_a_search_reaches(monkeypatch):
+    from flopcast.model.system import Dtype
+    from flopcast.plan import bounds
+    from flopcast.plan import search as search_mod
+
+    cal = catalog.calibration()
+    model, system = catalog.load_model("deepseek-v3"), catalog.load_system("trn2.48xlarge")
+    base, pairs, ch, _ = search_mod._passing_base(model, system, 2048, search_mod.SearchSpace(), True)
+    trainable = tuple(d for d in ch.dtype if not search_mod.training_dtype_problem(system.chip, Dtype(int(d))))
+    table = bounds.WorkTable(model, system, cal)
+    floors = []
+    real = bounds.step_bounds.dp_comm_floor_s
+    monkeypatch.setattr(bounds.step_bounds, "dp_comm_floor_s", lambda m, s, lb, *a: floors.append(lb.size)
+                        or real(m, s, lb, *a))
+    rows = bounds.RowBounds(model, table, base, ch, pairs, trainable)
+    first = rows.order(bounded.FIRST_ROWS).copy()
+    some = sum(floors)
+    every = bounds.row_bounds(model, table, base, ch, pairs, trainable)
+    assert some < (sum(floors) - some) / 4  # the first rows' floors: a fraction of every row's
+    order = np.argsort(every, kind="stable")
+    assert np.array_equal(first, order[:len(first)]) and len(first) >= bounded.FIRST_ROWS
+    assert np.array_equal(rows.bound[first], every[first])
+    assert np.array_equal(rows.order(len(base)), order) and np.array_equal(rows.bound, every)
+
+
+def test_a_layer_s_gemm_is_timed_three_times_with_compute_s_numbers(monkeypatch):
+    from flopcast.cost import compute
+    from flopcast.simulate import layer
+
+    kw = dict(peak=np.array([1e15, 2e15]), efficiency=np.array([0.7, 0.6]), tile=(128, 128), cores=132,
+              bandwidth=3.35e12, memory_efficiency=0.8, operand_bytes=2.0)
+    g = layer._Gemms(kw, np.zeros(2))
+    calls = []
+    real = compute.gemm_time
+    monkeypatch.setattr(compute, "gemm_time", lambda *a, **k: calls.append(1) or real(*a, **k))
+    g.add(np.array([4096.0, 8192.0]), 1536.0, 4096.0, count=2.0)
+    assert len(calls) == 3  # forward, data and weight gradients: the weight gradient not timed twice
+    monkeypatch.setattr(compute, "gemm_time", real)
+    f, b, flops = compute.gemm_fwd_bwd_time(np.array([4096.0, 8192.0]), 1536.0, 4096.0, **kw)
+    w, _ = compute.gemm_time(4096.0, 1536.0, np.array([4096.0, 8192.0]), **kw)
+    assert np.array_equal(g.fwd, 2.0 * f) and np.array_equal(g.bwd, 2.0 * b) and np.array_equal(g.wgrad, 2.0 * w)
+    assert np.array_equal(g.flops, 2.0 * flops)

@@ -19,6 +19,7 @@ fuzz_cases = importlib.import_module("fuzz_cases")
 fuzz_files = importlib.import_module("fuzz_files")
 fuzz_wide = importlib.import_module("fuzz_wide")
 fuzz_shapes = importlib.import_module("fuzz_shapes")
+fuzz_pairs = importlib.import_module("fuzz_pairs")
 
 HELP_FLAG = re.compile(r"^ {2}(?:-\w, )?(--[\w-]+)(?: / (--[\w-]+))?", re.MULTILINE)
 
@@ -178,3 +179,12 @@ def test_the_generator_reshapes_command_lines_stdin_environment_and_files(names,
     shapes = {"repeated option", "--flag=value", "--", "long argument list", "unicode", "stdin", "environment",
               "terminal", "rewritten", "symlink", "link to nothing or a loop", "fifo"}
     assert shapes <= seen, f"shapes the generator never gives: {sorted(shapes - seen)}"
+
+
+def test_pairs_differ_only_in_the_chip(tmp_path):
+    names = fuzz_cases.Names(("pair",))
+    case = fuzz_cases.case(random.Random(3), names, tmp_path)
+    slow, fast = case.argv
+    assert case.kind == "pair" and slow[0] in fuzz_pairs.METRICS and "--json" in slow
+    assert [a for a in slow if not a.endswith("chip.yaml")] == [a for a in fast if not a.endswith("faster.yaml")]
+    assert (tmp_path / "faster.yaml").read_text().count("\n") >= 2 and fuzz_cases.PAIRED > 0

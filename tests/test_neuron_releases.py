@@ -63,10 +63,10 @@ def test_the_fit_frees_one_block_rate_per_stated_release():
     rows = _rows({"di-1", "di-9"}) + [TRINITY]
     names = V._free_names("neuronx-v3", rows)
     assert "moe_block_bytes_per_s@2.26" in names and "moe_block_bytes_per_s@2.28" in names
-    assert "moe_block_overhead_s@2.26" in names and "moe_block_overhead_s@2.28" in names
-    assert "moe_block_bytes_per_s" not in names and "moe_block_overhead_s" not in names
+    assert "moe_transfer_s@2.26" in names and "moe_transfer_s@2.28" in names
+    assert "moe_block_bytes_per_s" not in names and "moe_transfer_s" not in names
     one = V._free_names("neuronx-v3", rows[:1])  # di-1, dense only: one rate and one fixed cost as before
-    assert "moe_block_bytes_per_s" in one and "moe_block_overhead_s" in one
+    assert "moe_block_bytes_per_s" in one and "moe_transfer_s" in one
 
 
 def test_the_shipped_fit_holds_both_releases_at_one_layout():
@@ -101,13 +101,13 @@ def test_a_calibration_file_round_trips_its_release_rates(tmp_path):
 
 def test_a_release_takes_its_own_fixed_cost_per_block(tmp_path):
     eff = replace(inf.PRIORS["neuronx-v3"], moe_block_bytes_per_s=90e9, moe_block_rates=RATES,
-                  moe_block_overhead_s=40e-6, moe_block_overheads=(("2.26", 5e-6), ("2.28", 40e-6)))
+                  moe_transfer_s=40e-6, moe_transfer_times=(("2.26", 5e-6), ("2.28", 40e-6)))
     model, system = catalog.load_model("trinity-mini"), catalog.load_system("trn2.3xlarge")
     fixed = {}
     for engine in ("NxD Inference (SDK 2.26)", "NxD Inference (SDK 2.28)"):
         d = inf.deployment(model, system, chips=1, tp=1, engine=engine, inference_calibration={"neuronx-v3": eff})
-        fixed[engine] = d.efficiency.moe_block_overhead_s
+        fixed[engine] = d.efficiency.moe_transfer_s
     assert fixed == {"NxD Inference (SDK 2.26)": 5e-6, "NxD Inference (SDK 2.28)": 40e-6}
     p = tmp_path / "cal.yaml"
     p.write_text(yaml.safe_dump({"families": {"neuronx-v3": releases.to_yaml(eff)}}))
-    assert calibrations.read(p)[1]["neuronx-v3"].moe_block_overheads == (("2.26", 5e-6), ("2.28", 40e-6))
+    assert calibrations.read(p)[1]["neuronx-v3"].moe_transfer_times == (("2.26", 5e-6), ("2.28", 40e-6))

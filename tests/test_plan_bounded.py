@@ -210,7 +210,8 @@ def test_bounds_hold_for_every_layout_and_pick_the_exhaustive_best(model, system
     table = bounded.WorkTable(m, sy, CAL)
     per_token = 1.0 / np.asarray(full.results["tokens_per_s"])
     lane = bounded._Lane(m, sy, chips, sp, table, True, None, bounded.MODERN_SOFTWARE)
-    row = lane.bound[_row_of(lane, full.batch)]
+    lane.rows.order(len(lane.base))  # every row bounded
+    row = lane.rows.bound[_row_of(lane, full.batch)]
     lower = bounded.layout_bounds(m, table, full.batch)
     assert (row <= per_token).all() and (lower <= per_token).all()
     assert (row <= lower * (1 + 1e-9)).all()  # a row's bound is its layouts' least

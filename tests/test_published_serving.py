@@ -120,3 +120,17 @@ def test_the_405b_row_counts_the_tokens_the_server_generated():
     load, _ = vb.load_of(row, b)
     ttft = [vb.simulate_row(d, load, b, n, o).ttft_s["p50"] for n in (i, 10000)]
     assert i == 8400 and ttft[0] == pytest.approx(ttft[1], rel=1e-9)
+
+
+def test_deepseek_v3s_context_blocks_on_sdk_228_are_bound_by_issuing_their_transfers():
+    # The DeepSeek-V3 contrib (SDK 2.28) runs the shard-on-hidden blockwise kernel at TP 64: 49 DMA transfers a block
+    # a physical core (roofline.moe_block_transfers) move 11.7 MB; at the core's 16 engines (SDK 2.28's prior) the
+    # bytes take 32 us, so the block costs the transfers' issue time, at the rate and issue cost the fit took from
+    # Trinity-Mini's rows (H 2,048: 32 transfers, 4.7 MB).
+    d, *_ = vi.configure(_row("pd-1"))
+    rf = inf.roofline
+    assert d.efficiency.moe_block_bytes_per_s > 4 * inf.NEURON_DMA_ENGINE_BYTES_PER_S  # more than one engine's
+    assert rf.moe_block_transfers(d) == 49
+    assert rf.moe_block_seconds(d) == pytest.approx(49 * d.efficiency.moe_transfer_s)
+    one_engine = replace(d.efficiency, moe_block_bytes_per_s=inf.NEURON_DMA_ENGINE_BYTES_PER_S)
+    assert rf.moe_block_seconds(replace(d, efficiency=one_engine)) > 3 * rf.moe_block_seconds(d)  # as SDK 2.26's

@@ -42,6 +42,28 @@ def test_few_residuals_pool_with_the_broader_kind_and_keep_their_own_extremes():
     assert set(table) == {kind_key(Task.TRAINING, b, m) for b in Basis for m in (False, True)}
 
 
+def test_training_kinds_split_by_matrix_unit_each_from_its_own_residuals():
+    """Systolic (TPU, Trainium) and GPU errors set their own intervals; a unit with too few pools with the other."""
+    assert (cu.unit_of("tpu"), cu.unit_of("trainium"), cu.unit_of("nvidia-hopper")) == ("systolic", "systolic", "gpu")
+    gpu, sys_ = (kind_key(Task.TRAINING, Basis.OWN, False, u) for u in ("gpu", "systolic"))
+    rs = _res(gpu, [0.01 * i for i in range(-10, 11)]) + _res(sys_, [0.04 * i for i in range(-10, 11)], "t")
+    few = kind_key(Task.TRAINING, Basis.FAMILY, False, "systolic")
+    rs += _res(few, [0.5, -0.1], "f") + _res(kind_key(Task.TRAINING, Basis.FAMILY, False, "gpu"), [0.0] * 8, "g")
+    table = vu.fit(rs, Task.TRAINING)
+    assert set(table) == {kind_key(Task.TRAINING, b, m, u) for b in Basis for m in (False, True) for u in cu.UNITS}
+    g, s = table[gpu], table[sys_]
+    assert g["pooled"] == s["pooled"] == "" and g["own_residuals"] == s["own_residuals"] == 21
+    assert s["log_error_high"] - s["log_error_low"] == pytest.approx(4 * (g["log_error_high"] - g["log_error_low"]))
+    # two systolic family residuals: pooled with the GPU ones of the same basis, their own extremes kept inside,
+    # and no narrower than the systolic own-chip interval
+    f = table[few]
+    assert "pooled as training/family/dense" in f["pooled"] and f["residuals"] == 10
+    assert f["log_error_high"] >= 0.5 and f["log_error_low"] <= s["log_error_low"]
+    # a table written before the split still answers a split kind with its unsplit interval
+    old = {"training": {"kinds": {"training/own/dense": {"log_error_low": -0.1, "log_error_high": 0.1}}}}
+    assert cu.interval_for(gpu, old).kind == "training/own/dense"
+
+
 def test_coverage_never_uses_the_scored_source():
     """A source whose errors are far from everyone else's is not covered: its own residuals would cover it."""
     kind = kind_key(Task.TRAINING, Basis.OWN, False)
@@ -76,7 +98,7 @@ def test_train_json_has_low_and_high_next_to_each_headline_key():
     r = api.train("gpt3-175b", hardware="dgx-a100-80gb", chips=1024, tp=8, pp=16, micro_batch=1,
                   global_batch=1536, recompute="full", tokens=3e11)
     assert r.interval is not None, "uncertainty.yaml ships a training section"
-    assert r.interval.kind == "training/own/dense"  # A100 has its own runs in the calibration
+    assert r.interval.kind == "training/own/dense/gpu"  # A100 has its own runs in the calibration
     d = r.to_dict()
     keys = list(d)
     for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "mfu", "time_to_train_s",
@@ -84,7 +106,7 @@ def test_train_json_has_low_and_high_next_to_each_headline_key():
         assert keys[keys.index(k) + 1] == f"{k}_low" and keys[keys.index(k) + 2] == f"{k}_high"
         assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"]
     assert d["step_time_s_low"] == pytest.approx(d["step_time_s"] / r.interval.high)
-    assert d["interval"]["kind"] == "training/own/dense"
+    assert d["interval"]["kind"] == "training/own/dense/gpu"
 
 
 def test_unseen_chip_is_not_surer_than_a_calibrated_one():
@@ -128,7 +150,7 @@ def test_shipped_coverage_leaves_out_rows_the_calibration_was_fitted_on(tmp_path
         w.writeheader()
         w.writerows({**r, "source": "new"} for r in a100)
     cases = vt.load_cases(path)[0]
-    assert set(vu.shipped_kinds(cases, catalog.calibration()).values()) == {"training/own/dense"}
+    assert set(vu.shipped_kinds(cases, catalog.calibration()).values()) == {"training/own/dense/gpu"}
     # predictions at, 4% under and 3x under each measurement: the last lies outside the own-chip interval
     results = [vt.RowResult(c.run_id, "new", "", "", 1, "ok", predicted=c.measured * f, measured=c.measured)
                for c, f in zip(cases, (1.0, 1 / 1.04, 1 / 3))]
@@ -144,9 +166,9 @@ def test_fold_kinds_see_only_the_other_sources():
     cases = vt.load_cases("validation/calibration_runs.csv")[0]
     kinds = vu.fold_kinds(cases)
     trn1 = [c.run_id for c in cases if c.system.chip.id == "trainium1"]
-    assert trn1 and all(kinds[r] == "training/unseen/dense" for r in trn1)  # its one source left out
+    assert trn1 and all(kinds[r] == "training/unseen/dense/systolic" for r in trn1)  # its one source left out
     h100 = [c.run_id for c in cases if c.system.chip.id == "h100-sxm" and not c.model.moe]
-    assert all(kinds[r] == "training/own/dense" for r in h100)
+    assert all(kinds[r] == "training/own/dense/gpu" for r in h100)
 
 
 def test_shipped_intervals_cover_every_kind_nested_with_provenance():
@@ -156,8 +178,9 @@ def test_shipped_intervals_cover_every_kind_nested_with_provenance():
         assert sec["provenance"]["command"].startswith("flopcast validate ")
         assert sec["provenance"]["n_residuals"] == sec["coverage"]["n"] > 0
         assert 0 < sec["coverage"]["coverage"] <= 1
-        for moe in (False, True):
-            widths = [cu.interval_for(kind_key(task, b, moe)) for b in Basis]
+        for moe, unit in ((m, u) for m in (False, True) for u in (cu.UNITS if task == Task.TRAINING else (None,))):
+            widths = [cu.interval_for(kind_key(task, b, moe, unit)) for b in Basis]
+            assert all(w.kind == kind_key(task, b, moe, unit) for w, b in zip(widths, Basis))
             for narrow, wide in zip(widths, widths[1:]):
                 assert wide.low <= narrow.low <= 1.0 <= narrow.high <= wide.high
 

@@ -88,12 +88,28 @@ def bounded(limit: str, value, name: str):
         raise FlopcastError(str(exc).replace(f"`{limit}=", f"`{name}=", 1)) from None
 
 
-def names(value, name: str) -> list[str]:
-    """'a,b,c' or ['a', 'b', 'c'] -> ['a', 'b', 'c'] (blanks dropped)."""
+# the most distinct names one list may hold (systems to compare or deploy on, dtypes, weight and KV formats): each
+# is a search or a simulation of its own, so the list's length is a loop a user controls; 16 columns side by side is
+# more than a person compares (the catalog's formats and dtypes are fewer)
+MAX_NAMES = 16
+
+
+def shown(value, limit: int = 80) -> str:
+    """A user's value as an error repeats it: repr, cut to `limit` characters (an argument may be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def names(value, name: str, most: int | None = MAX_NAMES) -> list[str]:
+    """'a,b,c' or ['a', 'b', 'c'] -> ['a', 'b', 'c'] (blanks and repeats dropped, the first kept in place); at most
+    `most` distinct names (None: any number, the caller bounds them)."""
     items = value.split(",") if isinstance(value, str) else list(value or ())
-    out = [str(v).strip() for v in items if str(v).strip()]
+    out = list(dict.fromkeys(str(v).strip() for v in items if str(v).strip()))
     if not out:
         raise FlopcastError(f"`{name}`: name at least one")
+    if most is not None and len(out) > most:
+        raise FlopcastError(f"`{name}` names {len(out):,} distinct values ({', '.join(out[:3])}, ...); valid: at most "
+                            f"{most}, comma-separated")
     return out
 
 
@@ -110,15 +126,15 @@ def batch_range(value, name: str = "batch_range") -> tuple[int, int] | None:
     return (lo, hi)
 
 
-def chip_counts(value, name: str) -> list[int]:
-    """'1024,8192' or [1024, 8192] -> sorted distinct positive chip counts."""
+def chip_counts(value, name: str, most: int = 64) -> list[int]:
+    """'1024,8192' or [1024, 8192] -> sorted distinct positive chip counts, at most `most` of them given."""
     try:
-        out = [check("chips", count(x, name)) for x in names(value, name)]
+        out = [check("chips", count(x, name)) for x in names(value, name, most=None)]
     except FlopcastError:
         out = []
-    if not out or len(out) > 64:
-        raise FlopcastError(f"`{name}` must be a comma-separated list of at most 64 chip counts, each 1 to "
-                            f"100,000,000, such as 1024,8192, got {value!r}")
+    if not out or len(out) > most:
+        raise FlopcastError(f"`{name}` must be a comma-separated list of at most {most} chip counts, each 1 to "
+                            f"100,000,000, such as 1024,8192, got {shown(value)}")
     return sorted(set(out))
 
 

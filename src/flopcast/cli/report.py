@@ -53,13 +53,8 @@ def report(model, hardware, chips, tokens, serve_model, serve_hardware, serve_ch
     m = api.resolve_model(model, seq_len)
     n_tokens = api.args.tokens(tokens, m) if tokens else None
     scaling = None
-    if sizes:
-        try:
-            scaling = [int(float(s)) for s in sizes.split(",") if s.strip()]
-        except ValueError:
-            scaling = []
-        if not scaling or min(scaling) < 1:
-            raise FlopcastError(f"--sizes {sizes!r}: write positive chip counts, comma-separated, e.g. 64,128,256")
+    if sizes:  # each size is a search of its own: at most 16 of them (the default draws 7), whole numbers of chips
+        scaling = api.args.chip_counts(sizes, "sizes", most=16)
     with Progress("drawing the report", unit="steps") as bar:
 
         def step(k: int, n: int, text: str) -> None:  # build_report names each step as it starts

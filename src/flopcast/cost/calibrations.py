@@ -53,7 +53,7 @@ RANGES = {
                      "grouped_gemm"), _FRACTION),
     **dict.fromkeys(("tp_overlap", "comm_overlap", "zero3_overlap"), _SHARE),
     **dict.fromkeys(("op_overhead_s", "moe_host_op_s", "step_overhead_s", "layer_overhead_s", "request_overhead_s",
-                     "moe_expert_overhead_s", "moe_block_overhead_s"), _SECONDS),
+                     "moe_expert_overhead_s", "moe_transfer_s"), _SECONDS),
     "elementwise_traffic": (0.0, 100.0, False), "thread_weights_per_cycle": (0.0, 1e6, True),
 }
 

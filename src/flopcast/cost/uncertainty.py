@@ -2,7 +2,9 @@
 
 A forecast belongs to a kind: training or serving; a chip with its own measured runs in the calibration
 (`own`), a chip whose architecture family has runs (`family`), or a family with none (`unseen`); a dense
-or a mixture-of-experts model. catalog/data/uncertainty.yaml holds, per kind, the quantiles of the
+or a mixture-of-experts model; for training, the chip's matrix unit: a weight-stationary systolic array
+compiled with the whole step (TPU, Trainium: `systolic`) or a GPU's (`gpu`, every other chip).
+catalog/data/uncertainty.yaml holds, per kind, the quantiles of the
 leave-one-source-out log errors r = log(predicted speed / measured speed) of forecasts of that kind
 (written by `flopcast validate FILE --cross-validate --write-intervals`, validate/uncertainty.py).
 A measured speed is the predicted one times exp(-r), so the interval on a speed (tokens/s, MFU) is
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..catalog.names import load_yaml
+from .compute import SYSTOLIC_FAMILIES
 
 FILE = "uncertainty.yaml"
 
@@ -37,11 +40,22 @@ class Basis(str, Enum):
 
 BASES = (Basis.OWN, Basis.FAMILY, Basis.UNSEEN)
 ARCHS = ("dense", "moe")
+# A training kind's matrix unit. The leave-one-source-out errors of the two differ in spread (2026-12-02, the 138
+# cross-validated rows of `flopcast validate training --cross-validate`: own-chip dense log-error standard deviation
+# 0.142 on 37 TPU and Trainium rows against 0.095 on 69 GPU rows, a variance ratio of 2.2): the systolic chips' step
+# is one XLA or Neuron program whose fusion, collective scheduling and host offload the time model sees less of.
+UNITS = ("gpu", "systolic")
 
 
-def kind_key(task: Task, basis: Basis, moe: bool) -> str:
-    """The name of a kind of forecast, e.g. 'training/own/dense'."""
-    return f"{Task(task).value}/{Basis(basis).value}/{'moe' if moe else 'dense'}"
+def unit_of(family: str) -> str:
+    """'systolic' for a family whose matrix unit is a systolic array (cost/compute.SYSTOLIC_FAMILIES), else 'gpu'."""
+    return "systolic" if family in SYSTOLIC_FAMILIES else "gpu"
+
+
+def kind_key(task: Task, basis: Basis, moe: bool, unit: str | None = None) -> str:
+    """The name of a kind of forecast, e.g. 'training/own/dense', or with a matrix unit 'training/own/dense/gpu'."""
+    key = f"{Task(task).value}/{Basis(basis).value}/{'moe' if moe else 'dense'}"
+    return key if unit is None else f"{key}/{unit}"
 
 
 def basis_of(chip_id: str, family: str, chips_with_runs, families_with_runs) -> Basis:
@@ -95,7 +109,11 @@ def interval_for(kind: str, table: dict | None = None) -> Interval | None:
     """The stored interval of a kind, or None when uncertainty.yaml has no entry for it."""
     data = _table() if table is None else table
     task = kind.split("/", 1)[0]
-    entry = ((data.get(task) or {}).get("kinds") or {}).get(kind)
+    kinds = (data.get(task) or {}).get("kinds") or {}
+    entry = kinds.get(kind)
+    if not entry and kind.count("/") == 3:  # a table written before kinds carried their matrix unit
+        kind = kind.rsplit("/", 1)[0]
+        entry = kinds.get(kind)
     if not entry:
         return None
     level = float((data.get(task) or {}).get("level", 0.8))
@@ -107,7 +125,7 @@ def training_kind(calibration, chip, moe: bool) -> str:
     """The kind of a training forecast on `chip` with the calibration whose provenance names its rows."""
     prov = calibration.provenance or {}
     basis = basis_of(chip.id, chip.family, prov.get("rows_per_chip") or {}, prov.get("chips_per_family") or {})
-    return kind_key(Task.TRAINING, basis, moe)
+    return kind_key(Task.TRAINING, basis, moe, unit_of(chip.family))
 
 
 def training_interval(calibration, chip, moe: bool, table: dict | None = None) -> Interval | None:

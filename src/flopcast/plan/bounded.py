@@ -29,7 +29,7 @@ from . import results
 from . import search as S
 from . import streamed
 # re-exported: the planner, forecast, claims and validate take the bounds' table and checks from here
-from .bounds import SLACK, WorkTable, layout_bounds, row_bounds
+from .bounds import SLACK, RowBounds, WorkTable, layout_bounds
 
 FIRST_ROWS = 64  # rows expanded in the first round; each later round doubles
 SLICE_LAYOUTS = 1 << 19  # candidates expanded at once (a round's rows a slice at a time)
@@ -161,22 +161,23 @@ class _Lane:
             return
         tally.considered += len(base) * self.n_exp  # the rows past the rules (those it ruled out are counted)
         self.base = base
-        self.bound = row_bounds(model, table, self.base, ch, self.pairs, trainable)
-        self.order = np.argsort(self.bound, kind="stable")
+        # the rows in increasing order of their bound, bounded as far as the search reaches
+        self.rows = RowBounds(model, table, self.base, ch, self.pairs, trainable)
         self.found = _Found(streamed.Kept(1), best=np.inf if cutoff is None else float(cutoff))
-        self.start, self.take, self.pending = 0, FIRST_ROWS, self.order[:0]
+        self.start, self.take, self.pending = 0, FIRST_ROWS, np.zeros(0, dtype=np.int64)
 
     def next_round(self):
         """(layouts, their keys, their lower bounds) of the next slice of rows with any layout left to evaluate,
         or None (the search is over)."""
-        bound, found = self.bound, self.found
+        bound, found = self.rows.bound, self.found
         per_slice = max(1, SLICE_LAYOUTS // max(self.n_exp, 1))
         while self.active:
             if not self.pending.size:
-                if self.start >= len(self.order) or bound[self.order[self.start]] > found.best * (1 + 1e-12):
+                order = self.rows.order(self.start + self.take)
+                if self.start >= len(order) or bound[order[self.start]] > found.best * (1 + 1e-12):
                     self.active = False
                     break
-                self.pending = self.order[self.start:self.start + self.take]
+                self.pending = order[self.start:self.start + self.take]
                 self.start, self.take = self.start + self.take, self.take * 2
             rows, self.pending = self.pending[:per_slice], self.pending[per_slice:]
             rows = rows[bound[rows] <= found.best * (1 + 1e-12)]
@@ -233,24 +234,42 @@ def _promising(model, system, table, software, base, rows, pairs, ch, n_exp, fou
     if not lb.size:
         return None
     key = rows[local // n_exp].astype(np.int64) * n_exp + local % n_exp  # position in the exhaustive batch
-    lower = layout_bounds(model, table, lb)
-    promising = np.nonzero(lower <= found.best * (1 + 1e-12))[0]
+    cut = found.best * (1 + 1e-12)
+    if np.isinf(cut) and lb.size >= MEMORY_FIRST:
+        # nothing found yet to prune with, so every layout is promising (its bound is finite): memory first, and
+        # the bounds of those that fit only (of a large MoE's slices few do: 82K of the 10.8M layouts that
+        # `plan llama4-maverick -H p5.48xlarge --pareto` checked)
+        found.evaluated += lb.size
+        got = _fitting(model, system, table, software, lb, key, found)
+        return None if got is None else (*got, layout_bounds(model, table, got[0]))
+    # a layout bounded above the best found without its data-parallel floor is pruned with it as well: the floor
+    # (the bound's costliest piece) only for the others
+    lower = layout_bounds(model, table, lb, above=cut)
+    promising = np.nonzero(lower <= cut)[0]
     if not promising.size:
         return None
     lb, key, lower = lb.take(promising), key[promising], lower[promising]
     found.evaluated += lb.size
-    if lb.size >= MEMORY_FIRST:
-        # where few layouts fit (a model large for the cluster) most of a slice would be evaluated only to be
-        # found too big: memory first, at a fraction of the step time's work (the same formulas; the slack
-        # keeps every layout the full evaluation could call fitting)
-        nbytes = training.memory_bytes(model, system, lb, table.cal, software=software)
-        room = nbytes <= system.chip.memory * (1 + 1e-9)
-        if not room.all():
-            found.note_unfit(lb.take(np.nonzero(~room)[0]), key[~room], nbytes[~room])
-            if not room.any():
-                return None
-            lb, key, lower = lb.take(np.nonzero(room)[0]), key[room], lower[room]
-    return lb, key, lower
+    if lb.size < MEMORY_FIRST:
+        return lb, key, lower
+    got = _fitting(model, system, table, software, lb, key, found, lower)
+    return got
+
+
+def _fitting(model, system, table, software, lb, key, found: _Found, *more):
+    """The layouts of lb that fit in memory, their keys (and the rows of `more` at them), or None where none does;
+    the others noted (`_Found.note_unfit`). Where few layouts fit (a model large for the cluster) most of a slice
+    would be evaluated only to be found too big: memory first, at a fraction of the step time's work (the same
+    formulas; the slack keeps every layout the full evaluation could call fitting)."""
+    nbytes = training.memory_bytes(model, system, lb, table.cal, software=software)
+    room = nbytes <= system.chip.memory * (1 + 1e-9)
+    if room.all():
+        return (lb, key, *more)
+    found.note_unfit(lb.take(np.nonzero(~room)[0]), key[~room], nbytes[~room])
+    if not room.any():
+        return None
+    at = np.nonzero(room)[0]
+    return (lb.take(at), key[room], *(m[room] for m in more))
 
 
 def _valid_expansion(model, system, rows: np.ndarray, pairs: list, ch) -> tuple[LayoutBatch, np.ndarray]:

@@ -123,22 +123,36 @@ def _dp_least(model, table: WorkTable, base: np.ndarray, ch, trainable: tuple, w
     compute windows (rows x recomputation choices), computed once per (tp, cp, pp, dp, mb, ep, etp) with the
     group's longest windows and fewest micro-batches (more micro-batches never expose less: ZeRO-3 gathers for
     every one), on layouts with the fewest stage layers and one stage held (vp 1, 1F1B: the least parameters)."""
-    first, inverse = _groups(base, (0, 1, 2, 3, 5, 6, 7))
-    gb = np.full(len(first), np.iinfo(np.int64).max)
-    np.minimum.at(gb, inverse, base[:, 4])
-    window = np.zeros((len(first), windows.shape[1]))
-    np.maximum.at(window, inverse, windows)
-    shardings = np.array([int(s) for s in ch.sharding], dtype=np.int64)
-    n_g, n_s = len(first), len(shardings)
-    g = np.repeat(np.arange(n_g), n_s)  # (group, sharding) flattened
-    rows = base[first][g]
-    one = np.ones(len(g), dtype=np.int64)
-    rep = LayoutBatch(tp=rows[:, 0], cp=rows[:, 1], pp=rows[:, 2], dp=rows[:, 3], global_batch=gb[g],
-                      micro_batch=rows[:, 5], ep=rows[:, 6], etp=rows[:, 7], vp=one,
-                      schedule=one * int(Schedule.ONE_F_ONE_B), recompute=0 * one, sequence_parallel=0 * one,
-                      dtype=one * int(trainable[0]), sharding=np.tile(shardings, n_g))
-    least = step_bounds.dp_comm_floor_s(model, table.system, rep, table.cal, window[g].T, table.software)
-    return least.T.reshape(n_g, n_s, -1).min(axis=1)[inverse]
+    floor = _DpFloor(model, table, base, ch, trainable, windows)
+    return floor.of_groups(np.arange(floor.n_groups))[floor.inverse]
+
+
+class _DpFloor:
+    """_dp_least's groups and their aggregates over every base row, the floor computed for the groups asked for."""
+
+    def __init__(self, model, table: WorkTable, base: np.ndarray, ch, trainable: tuple, windows: np.ndarray):
+        self.model, self.table, self.base, self.trainable = model, table, base, trainable
+        self.first, self.inverse = _groups(base, (0, 1, 2, 3, 5, 6, 7))
+        self.n_groups = len(self.first)
+        self.gb = np.full(self.n_groups, np.iinfo(np.int64).max)
+        np.minimum.at(self.gb, self.inverse, base[:, 4])
+        self.window = np.zeros((self.n_groups, windows.shape[1]))
+        np.maximum.at(self.window, self.inverse, windows)
+        self.shardings = np.array([int(s) for s in ch.sharding], dtype=np.int64)
+
+    def of_groups(self, groups: np.ndarray) -> np.ndarray:
+        """The floor of each group in `groups` (groups x recomputation choices)."""
+        n_g, n_s = len(groups), len(self.shardings)
+        g = np.repeat(groups, n_s)  # (group, sharding) flattened
+        rows = self.base[self.first[g]]
+        one = np.ones(len(g), dtype=np.int64)
+        rep = LayoutBatch(tp=rows[:, 0], cp=rows[:, 1], pp=rows[:, 2], dp=rows[:, 3], global_batch=self.gb[g],
+                          micro_batch=rows[:, 5], ep=rows[:, 6], etp=rows[:, 7], vp=one,
+                          schedule=one * int(Schedule.ONE_F_ONE_B), recompute=0 * one, sequence_parallel=0 * one,
+                          dtype=one * int(self.trainable[0]), sharding=np.tile(self.shardings, n_g))
+        least = step_bounds.dp_comm_floor_s(self.model, self.table.system, rep, self.table.cal, self.window[g].T,
+                                            self.table.software)
+        return least.T.reshape(n_g, n_s, -1).min(axis=1)
 
 
 def _stage_layers(model, pp, v):
@@ -203,14 +217,65 @@ def row_bounds(model, table: WorkTable, base: np.ndarray, ch, pairs: list, train
     W, E the least work and exposed all-to-all over the row's other choices, D the least exposed data-parallel
     communication over its shardings at the longest compute window any choice gives (more window hides more,
     step_bounds.dp_comm_floor_s)."""
-    pp, dp, gb, mb = (base[:, i].astype(float)[:, None] for i in (2, 3, 4, 5))
-    work, window, a2a = _row_work(table, base, ch, trainable).transpose(2, 0, 1)  # each rows x recomputation
-    m = gb / (dp * mb)
-    bubble, stage_layers, overlapped = _pair_limits(model, pp[:, 0], base[:, 4] // (base[:, 3] * base[:, 5]), pairs)
-    per_stage = (work + _exposed_a2a(table, a2a, pp, m, overlapped[:, None])) / pp
-    dp_s = _dp_least(model, table, base, ch, trainable, stage_layers[:, None] * window / model.layers)
-    step = (m + bubble[:, None]) * per_stage + dp_s + table.cal.step_overhead_s
-    return step.min(axis=1) * (1.0 - SLACK) / (gb[:, 0] * model.seq_len)
+    rows = RowBounds(model, table, base, ch, pairs, trainable)
+    rows.order(len(base))
+    return rows.bound
+
+
+class RowBounds:
+    """row_bounds of a search's base rows and their increasing order (np.argsort(bound, kind="stable")'s), D (the
+    costliest piece) computed only for the rows the search reaches. A row's bound is at least its bound without D
+    (`cheap`), so once every row whose cheap bound is at most x has its D, those of them whose bound is at most x
+    are the first rows of the order, in its order: no other row can come before them."""
+
+    FIRST = 4096  # rows given their D at first; each later extension twice as many
+
+    def __init__(self, model, table: WorkTable, base: np.ndarray, ch, pairs: list, trainable: tuple):
+        pp, dp, gb, mb = (base[:, i].astype(float)[:, None] for i in (2, 3, 4, 5))
+        work, window, a2a = _row_work(table, base, ch, trainable).transpose(2, 0, 1)  # each rows x recomputation
+        m = gb / (dp * mb)
+        bubble, stage_layers, overlapped = _pair_limits(model, pp[:, 0], base[:, 4] // (base[:, 3] * base[:, 5]),
+                                                        pairs)
+        per_stage = (work + _exposed_a2a(table, a2a, pp, m, overlapped[:, None])) / pp
+        self.partial = (m + bubble[:, None]) * per_stage
+        self.overhead, self.tokens = table.cal.step_overhead_s, gb[:, 0] * model.seq_len
+        self.floor = _DpFloor(model, table, base, ch, trainable, stage_layers[:, None] * window / model.layers)
+        cheap = self._bound(self.partial + 0.0 + self.overhead)  # (+ 0.0: D's place in the sum)
+        self.by_cheap = np.argsort(cheap, kind="stable")
+        self.cheap = cheap[self.by_cheap]
+        self.bound = np.full(len(base), np.nan)
+        self.dp = np.full((self.floor.n_groups, self.partial.shape[1]), np.nan)
+        self.done, self.batch, self._order = 0, self.FIRST, np.zeros(0, dtype=np.int64)
+
+    def _bound(self, step: np.ndarray, rows=slice(None)) -> np.ndarray:
+        return step.min(axis=1) * (1.0 - SLACK) / self.tokens[rows]
+
+    def order(self, n: int) -> np.ndarray:
+        """At least the first n rows of the order (all of them where there are fewer)."""
+        while len(self._order) < n and self.done < len(self.bound):
+            self._extend()
+        return self._order
+
+    def _extend(self) -> None:
+        """D for the next rows by their cheap bound (those tied with the last included), and the order they give."""
+        end = min(self.done + self.batch, len(self.bound))
+        self.batch *= 2
+        x = self.cheap[end - 1] if end < len(self.bound) else np.inf
+        if np.isnan(x):  # (rows without a finite bound sort last either way)
+            end, x = len(self.bound), np.inf
+        elif end < len(self.bound):
+            end = int(np.searchsorted(self.cheap, x, side="right"))
+        new = self.by_cheap[self.done:end]
+        groups = np.unique(self.floor.inverse[new])
+        groups = groups[np.isnan(self.dp[groups, 0])]
+        if groups.size:
+            self.dp[groups] = self.floor.of_groups(groups)
+        self.bound[new] = self._bound(self.partial[new] + self.dp[self.floor.inverse[new]] + self.overhead, new)
+        self.done = end
+        known = np.arange(len(self.bound)) if end == len(self.bound) else np.sort(self.by_cheap[:end])
+        if end < len(self.bound):
+            known = known[self.bound[known] <= x]
+        self._order = known[np.argsort(self.bound[known], kind="stable")]
 
 
 def cannot_fit(model, system, chips: int, dtypes=(Dtype.BF16,)) -> bool:

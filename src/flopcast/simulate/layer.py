@@ -89,10 +89,11 @@ class _Gemms:
 
     def add(self, m, n, k, count=1.0, efficiency_scale=1.0):
         kw = dict(self.kw, efficiency=self.kw["efficiency"] * efficiency_scale)
-        f, bk, fl = compute.gemm_fwd_bwd_time(m, n, k, **kw)
-        w, _ = compute.gemm_time(k, n, m, **kw)
+        f, fl = compute.gemm_time(m, n, k, **kw)
+        d, _ = compute.gemm_time(m, k, n, **kw)
+        w, _ = compute.gemm_time(k, n, m, **kw)  # compute.gemm_fwd_bwd_time's three GEMMs, the weight gradient kept
         self.fwd = self.fwd + count * f
-        self.bwd = self.bwd + count * bk
+        self.bwd = self.bwd + count * (d + w)
         self.wgrad = self.wgrad + count * w
         self.flops = self.flops + count * fl
         self.elems = tuple(e + count * a for e, a in zip(self.elems, (m * k, m * n, n * k)))

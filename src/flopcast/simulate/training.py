@@ -82,7 +82,13 @@ class _Ctx:
     dedupe: bool
 
     def spread(self, a):
+        if not self.dedupe:  # every layout its own combination: the values as they are (no copy through inverse)
+            return np.broadcast_to(a, self.first.shape)
         return np.broadcast_to(a, self.first.shape)[self.inverse]
+
+    def distinct(self, x: dict) -> dict:
+        """x at the first layout of each distinct combination (x itself where every layout is its own)."""
+        return {k: v[self.first] for k, v in x.items()} if self.dedupe else x
 
     @property
     def full_rec(self):
@@ -115,7 +121,7 @@ def _context(model, system, lb, cal, software, dedupe) -> _Ctx:
 
 def _layer_kinds(c: _Ctx) -> list[tuple[float, bool, Layer]]:
     """(layers of this kind, MoE?, its times) for each kind of layer the model has."""
-    xu = {k: v[c.first] for k, v in c.x.items()}
+    xu = c.distinct(c.x)
     kinds = []
     for n, moe_layer, sliding in _kinds(c.model):
         layer = layer_times(c.model, c.system, c.cal, xu, moe_layer, sliding, c.software)
@@ -139,7 +145,7 @@ def _edges(c: _Ctx, kinds, ep_exposed: bool = True) -> tuple[np.ndarray, np.ndar
     ep_exposed=False leaves the modules' all-to-all out (a lower bound whatever the schedule hides of it)."""
     model, chip, h = c.model, c.system.chip, c.model.hidden
     fam = c.cal.for_chip(chip)
-    xu = {k: v[c.first] for k, v in c.x.items()}
+    xu = c.distinct(c.x)
     kw = gemm_kwargs(chip, fam, xu)
     lg_f, lg_b, _ = (c.spread(a) for a in compute.gemm_fwd_bwd_time(xu["T"], model.vocab / xu["tp"], h, **kw))
     T, tp = c.x["T"], c.f["tp"]

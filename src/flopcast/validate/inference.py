@@ -22,6 +22,7 @@ from ..cost.uncertainty import serving_kind
 from ..errors import FlopcastError
 from ..limits import LIMITS, REQUIRED_TEXT, TEXT, RowSchema, count, real
 from . import benchmark
+from .fitmemo import FitCache, RowMemo
 
 METRICS = {  # csv column -> (metric name, how a prediction gives it)
     "measured_decode_tokens_per_s_per_stream": "decode_tokens_per_s_per_stream",
@@ -280,41 +281,41 @@ def validate_inference(path, calibration=None) -> dict:
 _FREE = {  # parameter -> (lower, upper); fitted in log space, regularised towards the prior
     "compute": (0.01, 1.0), "memory": (0.05, 1.0), "layer_overhead_s": (1e-7, 1e-3),
     "request_overhead_s": (1e-5, 0.5), "thread_weights_per_cycle": (0.3, 30.0), "moe_block_bytes_per_s": (1e9, 1e13),
-    "moe_expert_overhead_s": (1e-8, 1e-3), "moe_block_overhead_s": (1e-8, 1e-3),
+    "moe_expert_overhead_s": (1e-8, 1e-3), "moe_transfer_s": (1e-8, 1e-3),
 }
 FAMILY_ONLY = {"thread_weights_per_cycle": ("llama.cpp",), "moe_block_bytes_per_s": inf.STATIC_SHAPE_FAMILIES,
                "moe_expert_overhead_s": inf.STATIC_SHAPE_FAMILIES,
-               "moe_block_overhead_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
-PER_RELEASE = {"moe_block_bytes_per_s": releases.PER_RELEASE, "moe_block_overhead_s": releases.PER_RELEASE_OVERHEAD}
+               "moe_transfer_s": inf.STATIC_SHAPE_FAMILIES}  # the rest: every family
+PER_RELEASE = {"moe_block_bytes_per_s": releases.PER_RELEASE, "moe_transfer_s": releases.PER_RELEASE_TRANSFER}
 PRIOR_WEIGHT = 0.3  # residual weight of log(param / prior): keeps a family with few rows near its prior
 ROBUST_SCALE = 0.3  # soft-L1 loss beyond ~30% log error: one inconsistent source row must not drag a family
 
 
-def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: dict | None = None, start: dict | None = None) -> dict:
+def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: FitCache | None = None,
+                 start: dict | None = None) -> dict:
     """family -> EngineEfficiency minimising squared log error of every measured figure (scipy least_squares).
 
-    cache: {(family, its rows' ids): fit} shared by the folds of a cross-validation, so a family whose rows a fold
-    leaves unchanged is not fitted again; start: family -> EngineEfficiency to start from (the full fit, for the
-    folds); the objective, and so the optimum, is the same from any start."""
-    cache = {} if cache is None else cache
+    cache: the fits and row predictions shared by the folds of a cross-validation (validate/fitmemo.py), so a family
+    whose rows a fold leaves unchanged is not fitted again and a row is not predicted twice at the values it reads;
+    start: family -> EngineEfficiency to start from (the full fit, for the folds); the objective, and so the
+    optimum, is the same from any start."""
+    cache = FitCache() if cache is None else cache
     table = {}
     mine_of: dict[str, list] = {}
     for row in rows:
-        try:
-            d, *_ = configure(row, {})
-        except (FlopcastError, KeyError, ValueError):
-            continue
-        mine_of.setdefault(d.family, []).append(row)
+        d = cache.deployment(row, configure)
+        if d is not None:
+            mine_of.setdefault(d.family, []).append(row)
     for fam in families:
         mine = mine_of.get(fam)
         if not mine:
             continue
         key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
-        if key not in cache:
-            fit = _fit_family(fam, mine, (start or {}).get(fam))
-            chips = {d.system.chip.id: d.system.chip for d in (configure(r, {})[0] for r in mine)}
-            cache[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
-        table[fam] = cache[key]
+        if key not in cache.fits:
+            fit = _fit_family(fam, mine, (start or {}).get(fam), cache.rows)
+            chips = {d.system.chip.id: d.system.chip for d in (cache.deployment(r, configure) for r in mine)}
+            cache.fits[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
+        table[fam] = cache.fits[key]
     return table
 
 
@@ -323,23 +324,30 @@ FIT_STEP = 1e-3  # finite-difference step in log parameters (a simulated row's f
 FIT_TOLERANCE = 1e-6
 
 
-def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
+def _compare_family(fam: str, mine: list, eff, memo: RowMemo) -> list[dict]:
+    """_compare(mine, {fam: eff}), each row from the memo where it read the same values before."""
+    return [r for row in mine for r in memo.compare(fam, row, eff, _compare)]
+
+
+def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None) -> inf.EngineEfficiency:
     """One engine family's efficiencies on its rows, regularised towards its prior."""
     from scipy.optimize import least_squares
 
     prior = inf.PRIORS[fam]
     names = _free_names(fam, mine)
-    x0 = np.log([_param(prior, n) for n in names])
+    x0 = np.log([_prior(fam, prior, n) for n in names])
     lo = np.log([_FREE[n.split("@")[0]][0] for n in names])
     hi = np.log([_FREE[n.split("@")[0]][1] for n in names])
     xs = x0 if start is None else np.clip(np.log([_param(start, n) for n in names]), lo, hi)
 
-    scored = {(r["run_id"], r["metric"]) for r in _compare(mine, {fam: start or prior}) if r["status"] == "ok"}
+    memo = RowMemo() if memo is None else memo
+    scored = {(r["run_id"], r["metric"]) for r in _compare_family(fam, mine, start or prior, memo)
+              if r["status"] == "ok"}
 
     def residuals(x):
         eff = _efficiency(prior, names, np.exp(x))
         got = {(r["run_id"], r["metric"]): math.log(r["predicted"] / r["measured"])
-               for r in _compare(mine, {fam: eff}) if r["status"] == "ok"}
+               for r in _compare_family(fam, mine, eff, memo) if r["status"] == "ok"}
         # a figure the engine cannot produce at these parameters (a benchmark in which no request finishes in
         # time) counts as a miss of 10x, so every evaluation has the same residuals
         res = [got.get(k, MISSED_FIGURE) for k in sorted(scored)]
@@ -352,7 +360,7 @@ def _fit_family(fam: str, mine: list, start=None) -> inf.EngineEfficiency:
 
 def _free_names(fam: str, mine: list) -> list[str]:
     """The family's free parameters; a static-shape family whose MoE rows state Neuron SDK releases fits one MoE
-    block rate and one fixed cost per block per release (`moe_block_bytes_per_s@2.28`, `moe_block_overhead_s@2.28`,
+    block rate and one fixed cost per block per release (`moe_block_bytes_per_s@2.28`, `moe_transfer_s@2.28`,
     cost/inference/releases.py) instead of one for all."""
     names = [n for n in _FREE if fam in FAMILY_ONLY.get(n, (fam,))]
     stated = sorted({releases.release_of(r.get("engine")) for r in mine if _is_moe(r)} - {None},
@@ -378,6 +386,13 @@ def _param(eff: inf.EngineEfficiency, name: str) -> float:
     return getattr(eff, name)
 
 
+def _prior(fam: str, prior: inf.EngineEfficiency, name: str) -> float:
+    """A free parameter's prior; a release's block rate is its release's (releases.prior_rate)."""
+    if name.startswith(releases.PER_RELEASE):
+        return releases.prior_rate(fam, name.split("@")[1])
+    return _param(prior, name)
+
+
 def _efficiency(prior: inf.EngineEfficiency, names: list, values) -> inf.EngineEfficiency:
     plain = {n: float(v) for n, v in zip(names, values) if "@" not in n}
     for head, (per_release, one) in releases.PER_RELEASE_FIELDS.items():
@@ -387,7 +402,8 @@ def _efficiency(prior: inf.EngineEfficiency, names: list, values) -> inf.EngineE
     return inf.EngineEfficiency(**{**asdict(prior), **plain})
 
 
-def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_validation: dict | None = None) -> dict:
+def fit_inference(path, out_path=CAL_PATH, *, cache: FitCache | None = None,
+                  cross_validation: dict | None = None) -> dict:
     """Fit every engine family on `path` and write inference_calibration.yaml with provenance.
 
     cache: as fit_families; cross_validation: cross_validate_inference's result on the same file, when already made."""
@@ -395,7 +411,7 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
 
     out_path = CAL_PATH if out_path is None else out_path
     rows = _fit_rows(path)
-    cache = {} if cache is None else cache
+    cache = FitCache() if cache is None else cache
     prior = _compare(rows)  # at the priors: a file without one usable figure stops here, before the fit
     if not any(r["status"] == "ok" for r in prior):
         reason = next((r.get("reason") for r in prior if r.get("reason")), "")
@@ -405,6 +421,7 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
     summary = summarize(_compare(rows, table))
     cv = (cross_validation or cross_validate_inference(path, cache=cache, start=table))["summary"]
     r2 = lambda v: None if v is None else round(v, 2)  # a held-out source may leave no figure
+    fam = {id(r): _family_of(r, cache) for r in rows}
     doc = {
         "provenance": {
             "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
@@ -416,9 +433,9 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
             "in_sample_median_ape_pct": r2(summary["median_ape_pct"]),
             "leave_one_source_out_mape_pct": r2(cv["mape_pct"]),
             "leave_one_source_out_median_ape_pct": r2(cv["median_ape_pct"]),
-            "rows_per_family": {f: sum(1 for r in rows if _family_of(r) == f) for f in table},
-            "sources_per_family": {f: sorted({r["source"] for r in rows if _family_of(r) == f}) for f in table},
-            "hardware_per_family": {f: sorted({r["hardware"] for r in rows if _family_of(r) == f}) for f in table},
+            "rows_per_family": {f: sum(1 for r in rows if fam[id(r)] == f) for f in table},
+            "sources_per_family": {f: sorted({r["source"] for r in rows if fam[id(r)] == f}) for f in table},
+            "hardware_per_family": {f: sorted({r["hardware"] for r in rows if fam[id(r)] == f}) for f in table},
             "note": "a parameter no row of a family constrains stays at its prior (gpu: compute and "
                     "request_overhead_s, no prefill or TTFT rows; llama.cpp: request_overhead_s, no TTFT rows)",
         },
@@ -429,26 +446,24 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: dict | None = None, cross_v
     return doc
 
 
-def _family_of(row):
-    try:
-        return configure(row, {})[0].family
-    except (FlopcastError, KeyError, ValueError):
-        return None
+def _family_of(row, cache: FitCache):
+    d = cache.deployment(row, configure)
+    return None if d is None else d.family
 
 
-def cross_validate_inference(path, *, cache: dict | None = None, start: dict | None = None) -> dict:
+def cross_validate_inference(path, *, cache: FitCache | None = None, start: dict | None = None) -> dict:
     """Leave-one-source-out: fit on the other sources, predict the held-out source's figures.
 
     cache, start: as fit_families (a calibration passes its own; else the full fit is made first to start from)."""
     rows = _fit_rows(path)
-    cache = {} if cache is None else cache
+    cache = FitCache() if cache is None else cache
     start = fit_families(rows, cache=cache) if start is None else start
     out = []
     for src in sorted({r["source"] for r in rows}):
         train = [r for r in rows if r["source"] != src]
         held = [r for r in rows if r["source"] == src]
         table = fit_families(train, cache=cache, start=start)
-        seen = _chips_per_family(train)
+        seen = _chips_per_family(train, cache)
         for r in _compare(held, table):
             if r["status"] == "ok":
                 # the kind of forecast this fold made: whether its fit saw the row's chip or engine family
@@ -458,12 +473,9 @@ def cross_validate_inference(path, *, cache: dict | None = None, start: dict | N
     return {"rows": out, "summary": summarize(out)}
 
 
-def _chips_per_family(rows) -> dict:
+def _chips_per_family(rows, cache: FitCache) -> dict:
     out: dict[str, set] = {}
-    for row in rows:
-        try:
-            d = configure(row, {})[0]
-        except (FlopcastError, KeyError, ValueError):
-            continue
-        out.setdefault(d.family, set()).add(d.system.chip.id)
+    for d in (cache.deployment(row, configure) for row in rows):
+        if d is not None:
+            out.setdefault(d.family, set()).add(d.system.chip.id)
     return out

@@ -8,9 +8,13 @@ r = log(predicted speed / measured speed): the split-conformal order statistics 
 smallest of n residuals bounds a new one with probability >= 1-a/2), so a kind with few residuals gets a
 wider interval, never a narrower one.
 
+Training kinds also carry the chip's matrix unit (cost/uncertainty.UNITS: `systolic` for TPU and Trainium, `gpu`
+for the rest): their cross-validated errors differ in spread, so each unit's interval is its own residuals'.
+
 Widening rules (written into the data file):
-- a kind with fewer than MIN_RESIDUALS residuals is pooled with the next broader kind's: first the other
-  architecture of the same basis, then the broader bases (own -> family -> unseen), then all of the task;
+- a kind with fewer than MIN_RESIDUALS residuals is pooled with the next broader kind's: first the other matrix
+  unit of the same basis and architecture (training), then the other architecture of the same basis, then the
+  broader bases (own -> family -> unseen), then all of the task;
   the pooled interval is widened to contain every residual of the kind itself;
 - intervals nest: a family-basis interval contains the own-basis one of the same architecture, an unseen
   one contains the family one (extrapolating further is never surer);
@@ -34,7 +38,7 @@ import numpy as np
 import yaml
 
 from ..catalog.names import load_yaml
-from ..cost.uncertainty import ARCHS, BASES, Basis, Task, basis_of, kind_key, training_kind
+from ..cost.uncertainty import ARCHS, BASES, UNITS, Basis, Task, basis_of, kind_key, training_kind, unit_of
 from ..errors import FlopcastError
 
 LEVEL = 0.8
@@ -64,8 +68,12 @@ def bounds(values, level: float = LEVEL) -> tuple[float, float]:
 
 
 def _chain(kind: str) -> list[tuple[str, list[str]]]:
-    """(label, kinds) pools from the kind itself to the whole task, each containing the last: the other
-    architecture of the same basis, then the broader bases one by one, then every basis of the task."""
+    """(label, kinds) pools from the kind itself to the whole task, each containing the last: the other matrix
+    unit of a kind that has one, then the other architecture of the same basis, then the broader bases one by one,
+    then every basis of the task."""
+    if kind.count("/") == 3:
+        broader = _chain(kind.rsplit("/", 1)[0])
+        return [(kind, [kind])] + [(label, [f"{k}/{u}" for k in pool for u in UNITS]) for label, pool in broader]
     task, basis, _ = kind.split("/")
     order = [b.value for b in BASES]
     i = order.index(basis)
@@ -102,11 +110,12 @@ def fit(residuals: list[Residual], task: Task, level: float = LEVEL) -> dict:
     by_kind: dict[str, list[float]] = {}
     for r in residuals:
         by_kind.setdefault(r.kind, []).append(r.log_error)
+    split = any(k.count("/") == 3 for k in by_kind)  # residuals tagged with their matrix unit: a kind per unit
     out = {}
-    for arch in ARCHS:
+    for arch, unit in ((a, u) for a in ARCHS for u in (UNITS if split else (None,))):
         prev, prev_kind = None, ""
         for basis in BASES:
-            k = kind_key(task, basis, arch == "moe")
+            k = kind_key(task, basis, arch == "moe", unit)
             e = _fit_one(k, by_kind, level)
             if not e:
                 continue
@@ -162,8 +171,9 @@ def section(residuals: list[Residual], task: Task, data_file: str, command: str,
             "method": (f"leave-one-source-out log errors log(predicted/measured speed) per kind; bounds are the "
                        f"split-conformal order statistics for a central {round(100 * level)}% interval (Lei et al. "
                        f"2018); kinds with fewer than {MIN_RESIDUALS} residuals pooled with the next broader kind "
-                       "(other architecture, then broader bases, then the task) and widened to contain their own "
-                       "residuals; family intervals contain own ones and unseen intervals family ones; "
+                       "(training: the other matrix unit; then the other architecture, the broader bases, the task) "
+                       "and widened to contain their own residuals; family intervals contain own ones and unseen "
+                       "intervals family ones; "
                        "unseen intervals symmetric in log space"),
         },
         "coverage": {k: v for k, v in cov.items() if k != "method"} | {"method": cov["method"]},
@@ -238,7 +248,7 @@ def fold_kinds(cases) -> dict:
         chips, families = {ch.id for ch in others}, {ch.family for ch in others}
         for c in (c for c in cases if c.source == src):
             basis = basis_of(c.system.chip.id, c.system.chip.family, chips, families)
-            out[c.run_id] = kind_key(Task.TRAINING, basis, bool(c.model.moe))
+            out[c.run_id] = kind_key(Task.TRAINING, basis, bool(c.model.moe), unit_of(c.system.chip.family))
     return out
 
 

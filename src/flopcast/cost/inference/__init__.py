@@ -22,9 +22,9 @@ Every function here takes floats or numpy arrays for the batch and token counts.
 from ...model.system import Dtype
 from .cpu import cpu_bandwidth, instance_bandwidth
 from .engines import (
-    ACCELERATOR_FAMILIES, ENGINE_FAMILIES, NEURON_DMA_ENGINE_BYTES_PER_S, PRIORS, STATIC_SHAPE_FAMILIES,
-    EngineEfficiency, calibration_hardware, engine_family, family_efficiency, hardware_fractions,
-    load_inference_calibration, with_basis,
+    ACCELERATOR_FAMILIES, ENGINE_FAMILIES, NEURON_DMA_CORE_BYTES_PER_S, NEURON_DMA_ENGINE_BYTES_PER_S,
+    NEURON_DMA_TRANSFER_S, NEURON_SPREAD_RELEASE, PRIOR_RELEASE_RATES, PRIORS, STATIC_SHAPE_FAMILIES, EngineEfficiency,
+    calibration_hardware, engine_family, family_efficiency, hardware_fractions, load_inference_calibration, with_basis,
 )
 from .footprint import CPU_RESERVE_BYTES, RUNTIME_RESERVE, kv_capacity_tokens, max_batch, memory, reserve_bytes
 from .formats import (
@@ -36,8 +36,9 @@ from .request import InferenceResult, graviton4_assumptions, predict, thread_swe
 from .roofline import decode_time, decode_window, prefill_time, step_time
 
 __all__ = [
-    "ACCELERATOR_FAMILIES", "CPU_RESERVE_BYTES", "ENGINE_FAMILIES", "KV_BYTES", "NEURON_DMA_ENGINE_BYTES_PER_S",
-    "NEURON_LOGICAL_CORES", "PRIORS",
+    "ACCELERATOR_FAMILIES", "CPU_RESERVE_BYTES", "ENGINE_FAMILIES", "KV_BYTES", "NEURON_DMA_CORE_BYTES_PER_S",
+    "NEURON_DMA_ENGINE_BYTES_PER_S", "NEURON_DMA_TRANSFER_S", "NEURON_LOGICAL_CORES", "NEURON_SPREAD_RELEASE",
+    "PRIOR_RELEASE_RATES", "PRIORS",
     "Q6_K_BITS", "RUNTIME_RESERVE", "STATIC_SHAPE_FAMILIES", "WEIGHT_ALIASES", "WEIGHT_FORMATS", "Deployment", "Dtype",
     "EngineEfficiency", "InferenceResult", "WeightFormat", "calibration_basis", "calibration_hardware",
     "compute_peak", "cpu_bandwidth", "decode_time", "decode_window", "deployment", "effective_context",

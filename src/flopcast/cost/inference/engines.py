@@ -38,10 +38,10 @@ class EngineEfficiency:
     # static-shape engines: (Neuron SDK release, moe_block_bytes_per_s) fitted on each release's MoE rows, oldest
     # first (releases.py); moe_block_bytes_per_s is then the newest's. (): one rate for every release
     moe_block_rates: tuple = ()
-    # static-shape engines: the blockwise kernel's fixed seconds per block, whatever it moves (roofline.py), and
-    # the same per Neuron SDK release, as moe_block_rates
-    moe_block_overhead_s: float = 0.0
-    moe_block_overheads: tuple = ()
+    # static-shape engines: the blockwise kernel's seconds to issue one DMA transfer (roofline.moe_block_seconds),
+    # and the same per Neuron SDK release, as moe_block_rates
+    moe_transfer_s: float = 0.0
+    moe_transfer_times: tuple = ()
 
 
 HARDWARE = ("compute", "memory")  # a family's hardware fractions; every other fitted number is software
@@ -57,19 +57,30 @@ ENGINE_FAMILIES = ("llama.cpp", "neuronx", "transformers-neuronx", "neuronx-v3",
 # theoretical bandwidth (NEURON_DMA_ENGINE_BYTES_PER_S): the blockwise kernel gathers each block's token rows by
 # their token_position_to_id indices and accumulates its output rows back; an indexed gather or scatter is a
 # software-DGE transfer whose descriptors the GpSimd engine generates at run time (nki.isa.dma_copy, "Descriptor
-# Generation Engine (DGE) Reference"). Assumed (the docs give no indexed-transfer rate): each physical core moves
-# its share of a block (roofline.moe_block_seconds) at one engine's rate, not spread over its 16 engines as a
-# strided transfer is; SDK 2.26's MoE rows on Trainium2 (LNC=2) and Trainium1 (LNC=1) ran at 26-27 GB/s so counted
-# (docs/accuracy.md).
+# Generation Engine (DGE) Reference"). Assumed for releases before NEURON_SPREAD_RELEASE (the docs give no
+# indexed-transfer rate): each physical core moves its share of a block (roofline.moe_block_seconds) at one engine's
+# rate, not spread over its 16 engines as a strided transfer is; SDK 2.26's MoE rows on Trainium2 (LNC=2) and
+# Trainium1 (LNC=1) ran at 26-27 GB/s so counted (docs/accuracy.md).
 NEURON_DMA_ENGINE_BYTES_PER_S = 27.2e9  # per DMA engine, NeuronCore-v2 and -v3 (Neuron docs, "Introduction to
 # Direct Memory Access (DMA) with NKI": 16 engines per NeuronCore, 27.2 GB/s each, 38.4 GB/s on NeuronCore-v4)
-# The block's fixed cost: its dozen-odd transfers (3 x B/128 row tiles, the expert's weight tiles, its token
-# indices) each pay a setup that does not depend on their size ("a transfer has a fixed cost that does not depend
-# on its size: its descriptors have to be generated ..., the engines synchronize on semaphores, and each packet pays
-# a setup latency", Neuron docs, "How to identify and reduce inefficient DMA transfers"); the docs give no figure:
-# of order a microsecond each assumed, the fit (in log space) decides.
-NEURON_MOE_BLOCK_OVERHEAD_S = 10e-6
-_NEURON = dict(moe_block_overhead_s=NEURON_MOE_BLOCK_OVERHEAD_S)
+# A transfer's fixed cost: "every DMA transfer incurs descriptor setup, synchronization, and semaphore-to-start
+# latency (~1300 ns cross-engine)" (Neuron docs, "Guideline to Avoid Under-Utilizing DMA Bandwidth"); a blockwise
+# block issues a few dozen (roofline.moe_block_transfers), and takes at least their issue time.
+NEURON_DMA_TRANSFER_S = 1.3e-6
+# Spread over a core's 16 engines, a transfer of full 128-partition tiles ("each DMA transfer is by default
+# parallelized up to 16 DMA engines, depending on the shape", "Introduction to DMA with NKI") moves at their sum:
+# 17 B/ns an engine on Trainium1 (NeuronCore-v2), 23 on Trainium2 (NeuronCore-v3), 272 and 368 GB/s a core
+# ("Guideline to Avoid Under-Utilizing DMA Bandwidth", BW / Engine table).
+NEURON_DMA_CORE_BYTES_PER_S = {"neuronx": 16 * 17e9, "neuronx-v3": 16 * 23e9}
+# The first Neuron SDK release whose blockwise kernel is taken to spread its transfers so (its prior rate the core's
+# engines, not one): SDK 2.28's only fitted MoE rows (NxD Inference's Trinity-Mini contrib, trn2.3xlarge TP 4,
+# validation/inference_runs.csv tm-1) encode 2,048 tokens in 371 ms, 159 blocks a layer over 30 layers, so a block
+# takes at most 78 us to move 4.7 MB a physical core: at least 60 GB/s, more than one engine's 27.2; SDK 2.26's rows
+# (optimum-neuron) sit at one engine's rate (docs/accuracy.md). Which releases spread was read from the fitted rows.
+NEURON_SPREAD_RELEASE = "2.28"
+# family -> (release, prior block rate) for the releases whose prior is not one engine's (releases.py)
+PRIOR_RELEASE_RATES = {f: ((NEURON_SPREAD_RELEASE, rate),) for f, rate in NEURON_DMA_CORE_BYTES_PER_S.items()}
+_NEURON = dict(moe_transfer_s=NEURON_DMA_TRANSFER_S)
 PRIORS = {
     "llama.cpp": EngineEfficiency(0.1, 0.8, 10e-6, 2e-3, 6.0),
     "neuronx": EngineEfficiency(0.3, 0.6, 40e-6, 5e-3, 0.0, NEURON_DMA_ENGINE_BYTES_PER_S, 5e-6, **_NEURON),
@@ -209,7 +220,7 @@ def load_inference_calibration() -> dict:
 
 
 RATES_KEY = "moe_block_rates"  # a fitted family's MoE block rate per Neuron SDK release, release -> bytes/s
-OVERHEADS_KEY = "moe_block_overheads"  # and its fixed seconds per block per release, release -> s
+OVERHEADS_KEY = "moe_transfer_times"  # and its seconds per DMA transfer per release, release -> s
 PER_RELEASE_KEYS = {RATES_KEY: "bytes/s", OVERHEADS_KEY: "seconds"}
 
 

@@ -8,6 +8,8 @@ sec. 3) timed by cost/comm.collective_time.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import params as P
@@ -114,23 +116,53 @@ def runs_blockwise(tokens, per_sequence, topk, experts):
     return (np.asarray(per_sequence, dtype=float) > 1.0) & (tk >= experts) & (tk >= MOE_BLOCK_TOKENS)
 
 
+MOE_TILE = 128  # the kernel's tile: SBUF partitions (nki-library moe_cte_utils.TILE_SIZE)
+MOE_BLOCK_FIXED_TRANSFERS = 2  # a block's token indices (dma_transpose) and its expert id
+MOE_BLOCK_ROW_TRANSFERS = 4  # per 128-row tile: hidden rows gathered, expert affinities, old output rows, store
+
+
+def moe_block_transfers(d: Deployment) -> float:
+    """DMA transfers one physical NeuronCore issues per block of the blockwise MoE context-encoding kernel.
+
+    Counted from the kernel's published source (nki-library@d2ad3a5 experimental/moe/forward/bwmm_shard_on_H.py,
+    blockwise_mm_baseline_shard_hidden; neuronx-distributed's SDK 2.26-2.28 `_call_shard_hidden_kernel` runs the
+    compiler's closed kernel of that name at LNC=2, taken to issue the same; at LNC=1 the same loop on one core,
+    assumed): every block loads its token
+    indices and expert id (2); per 128-row tile of the B-token block it gathers the hidden rows, loads the expert
+    affinities (POST_SCALE, the default), gathers the old output rows and stores the new ones (4 x B / 128); it
+    loads the expert's gate/up weights in ceil(H_shard / 128) row tiles and its down weights in ceil(I_tp / 128),
+    and exchanges the gate and up partial sums with the other core once per 128-wide I tile (2 x ceil(I_tp / 128),
+    `sendrecv`, LNC=2 only). DeepSeek-V3 at TP 64 (H 7,168, I_tp 32): 2 + 16 + 28 + 1 + 2 = 49."""
+    m, chip = d.model, d.system.chip
+    lnc = max(1, chip.cores // NEURON_LOGICAL_CORES.get(chip.id, chip.cores))
+    ranks = d.shards // d.ep if d.expert_parallel else d.shards
+    i_tiles = math.ceil(m.moe.expert_ffn / max(ranks, 1) / MOE_TILE)
+    exchanges = 2 * i_tiles if lnc > 1 else 0
+    return (MOE_BLOCK_FIXED_TRANSFERS + MOE_BLOCK_ROW_TRANSFERS * MOE_BLOCK_TOKENS / MOE_TILE
+            + math.ceil(m.hidden / lnc / MOE_TILE) + i_tiles + exchanges)
+
+
 def moe_block_seconds(d: Deployment) -> float:
-    """Seconds of one block of the blockwise MoE context-encoding kernel on one rank.
+    """Seconds of one block of the blockwise MoE context-encoding kernel on one rank: a DMA roofline.
 
     Each rank (logical NeuronCore) runs every block: tensor parallelism splits the experts' intermediate dimension
     (I / ranks), not the blocks. The kernel at LNC=2 splits the hidden dimension over the logical core's physical
     cores ("blockwise_mm_baseline_shard_hidden", NKI library experimental/moe/forward/bwmm_shard_on_H.py: each of
     the LNC shards gathers its H / LNC columns of the block's B token rows, loads that slice of the expert's gate/up
     [H, 2 I_tp] and down [I_tp, H] weights, and reads and writes back its slice of the output rows), so one physical
-    core moves (3 B H x 2 + 3 H I_tp x w) / LNC bytes a block, at the release's fitted `moe_block_bytes_per_s`
-    (prior: one DMA engine), plus the release's fixed `moe_block_overhead_s` (its transfers' setup). Under expert
-    parallelism a chip holds whole experts, I split over its own cores only."""
+    core moves (3 B H x 2 + 3 H I_tp x w) / LNC bytes a block. A block takes the longer of moving those bytes at the
+    release's `moe_block_bytes_per_s` and issuing its moe_block_transfers at the release's `moe_transfer_s` each:
+    "the kernel is limited by how fast transfers can be issued, not by how fast HBM can deliver bytes" when its
+    transfers are many and small (Neuron docs, "How to identify and reduce inefficient DMA transfers"; each transfer
+    pays descriptor setup, synchronization and semaphore-to-start latency, ~1,300 ns, "Guideline to Avoid
+    Under-Utilizing DMA Bandwidth"). Under expert parallelism a chip holds whole experts, I split over its own cores
+    only."""
     m, chip, eff = d.model, d.system.chip, d.efficiency
     lnc = max(1, chip.cores // NEURON_LOGICAL_CORES.get(chip.id, chip.cores))
     ranks = d.shards // d.ep if d.expert_parallel else d.shards
     i_tp = m.moe.expert_ffn / max(ranks, 1)
     moved = MOE_BLOCK_ROWS_MOVED * MOE_BLOCK_TOKENS * m.hidden * 2.0 + 3.0 * m.hidden * i_tp * d.weights.bits / 8.0
-    return eff.moe_block_overhead_s + moved / lnc / eff.moe_block_bytes_per_s
+    return max(moe_block_transfers(d) * eff.moe_transfer_s, moved / lnc / eff.moe_block_bytes_per_s)
 
 
 def moe_block_time(d: Deployment, new_tokens, seqs=None):

@@ -1,7 +1,12 @@
 """What one batch iteration costs: cost/inference.step_time split for speed.
 
-dense(n tokens) [a precomputed table] + logits(sequences) + attention(kv tokens, pairs) equals
+dense(n tokens) [a table] + logits(sequences) + attention(kv tokens, pairs) equals
 step_time exactly and costs a few float operations per iteration.
+
+The table is filled on first use, CHUNK entries at a time: step_time is elementwise in its token counts, so an
+entry computed in a chunk is the very float the whole table's array gives (tests/test_iteration_table.py), and
+a run touches a few chunks (its batch sizes, its prompts' lengths) of the thousands of entries its token budget
+allows.
 """
 
 from __future__ import annotations
@@ -13,11 +18,39 @@ import numpy as np
 from ...cost import inference as inf
 
 
+CHUNK = 64  # table entries computed together
+
+
+class DenseTable(dict):
+    """n -> seconds of the dense part of a pass over n new tokens, n = 0..size - 1 (len), computed on first use:
+    `compute(n array)` gives a chunk's seconds, or `of[n] / factor` a scaled table's."""
+
+    def __init__(self, size: int, compute=None, of: DenseTable | None = None, factor: float = 1.0):
+        super().__init__()
+        self.size, self.compute, self.of, self.factor = size, compute, of, factor
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __missing__(self, n: int) -> float:
+        if not 0 <= n < self.size:
+            raise IndexError(f"dense table index {n} out of range 0..{self.size - 1}")
+        if self.of is not None:
+            t = self[n] = self.of[n] / self.factor
+            return t
+        lo = n - n % CHUNK
+        self.update(zip(range(lo, min(lo + CHUNK, self.size)), self.compute(lo, min(lo + CHUNK, self.size))))
+        return dict.__getitem__(self, n)
+
+    def __iter__(self):
+        return (self[n] for n in range(self.size))
+
+
 @dataclass(frozen=True)
 class IterationCost:
     """step_time split for speed: dense[n] + max(lf s, lb) + max(cf pairs, cb kv) seconds."""
 
-    dense: tuple  # seconds for n new tokens, n = 0..max_tokens (comm and overhead included)
+    dense: DenseTable  # seconds for n new tokens, n = 0..max_tokens (comm and overhead included)
     logit_flop_s: float  # seconds per sequence producing logits (compute side)
     logit_bytes_s: float  # seconds to stream the output layer once
     attn_pair_s: float  # seconds per query-key pair (compute side)
@@ -29,18 +62,22 @@ class IterationCost:
         if speed == self.speed:
             return self
         f = speed / self.speed
-        return IterationCost(tuple(t / f for t in self.dense), self.logit_flop_s / f, self.logit_bytes_s / f,
-                             self.attn_pair_s / f, self.attn_kv_s / f, speed)
+        return IterationCost(DenseTable(len(self.dense), of=self.dense, factor=f), self.logit_flop_s / f,
+                             self.logit_bytes_s / f, self.attn_pair_s / f, self.attn_kv_s / f, speed)
 
     @classmethod
     def of(cls, d: inf.Deployment, max_tokens: int) -> IterationCost:
-        n = np.arange(max_tokens + 1, dtype=float)
-        zero = np.zeros_like(n)
-        total, parts = inf.step_time(d, n, zero, zero, zero)
-        lb = float(parts["logits"][0])
-        dense = np.asarray(total) - lb - np.asarray(parts["attention/core"])
+        one = np.zeros(1)
+        lb = float(inf.step_time(d, one, one, one, one)[1]["logits"][0])  # the logit layer streamed once
+
+        def dense(lo: int, hi: int) -> list:
+            n = np.arange(lo, hi, dtype=float)
+            zero = np.zeros_like(n)
+            total, parts = inf.step_time(d, n, zero, zero, zero)
+            return (np.asarray(total) - lb - np.asarray(parts["attention/core"])).tolist()
+
         m = d.model
-        return cls(tuple(dense.tolist()), 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
+        return cls(DenseTable(max_tokens + 1, dense), 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
                    2.0 * m.layers * (m.q_dim + m.attn_out_dim) / d.compute_rate,
                    d.kv_bytes_per_token / d.memory_rate)
 

@@ -83,6 +83,16 @@ def _may_join(sim, rep) -> bool:
     return can > 0
 
 
+def _router_declines(sim, rep) -> bool:
+    """TGI's router offers no group now (what _may_join answers False for, with nothing to change): prompts wait,
+    a batch runs, too few of them can join and too few decode steps have passed since the last join."""
+    ratio = sim.config.waiting_served_ratio
+    if ratio <= 0 or rep.joining > 0 or not rep.waiting or not rep.n_dec:
+        return False
+    can = min(len(rep.waiting), sim.max_seqs - rep.n_dec)
+    return can < max(1, int(rep.n_dec * ratio)) and rep.step - rep.joined_step + 1 < sim.config.max_waiting_tokens
+
+
 POLICIES = {Scheduler.STATIC: static_iteration, Scheduler.CONTINUOUS: continuous_iteration,
             Scheduler.CHUNKED: chunked_iteration}
 
@@ -143,8 +153,10 @@ def plain_static(sim, rep):
 
 def plain_continuous(sim, rep):
     n = rep.n_dec
-    if not n or rep.joining or rep.ctx_sum + rep.pre_kv + n > sim.cap or (rep.waiting and not sim.blocked(rep)):
+    if not n or rep.joining or rep.ctx_sum + rep.pre_kv + n > sim.cap:
         return None  # (the policy itself ends a router's group, rep.joining, when no prompt is left to join)
+    if rep.waiting and not sim.blocked(rep) and not _router_declines(sim, rep):
+        return None
     if sim.live_plain:  # decode_step_s of live shapes without speculation, inlined (the hot path)
         kv = rep.ctx_sum + rep.cached_sum
         return sim.ct(n, n, kv, kv)

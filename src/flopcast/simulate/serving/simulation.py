@@ -114,14 +114,18 @@ class Simulation:
         self.out = reqs.output_tokens.tolist()
         # cached shared prefix per request (prefix caching): the config's for all, or a trace's prefix_tokens column
         pre = max(0, int(config.prefix_tokens))
-        per = [pre] * n if reqs.prefix_tokens is None else reqs.prefix_tokens.tolist()
-        self.cached = [min(p, i - 1) if i > 0 else 0 for p, i in zip(per, self.inp)]
+        if pre == 0 and reqs.prefix_tokens is None:  # no prefix: min(0, i - 1) is 0 for every i >= 1
+            self.cached = [0] * n
+        else:
+            per = [pre] * n if reqs.prefix_tokens is None else reqs.prefix_tokens.tolist()
+            self.cached = [min(p, i - 1) if i > 0 else 0 for p, i in zip(per, self.inp)]
         # the shared prefix's KV blocks, held once per replica (of a trace's prefixes, the longest: they share one
         # prefix tree, vLLM's hashed blocks or SGLang's radix tree, whose longest path holds the others)
         self.cap -= pre if reqs.prefix_tokens is None else max(self.cached, default=0)
         self.prefix = pre
         # tokens to prefill (a preempted sequence recomputes prompt + generated; its cached prefix stays cached)
-        self.prompt = [i - c for i, c in zip(self.inp, self.cached)]
+        self.prompt = list(self.inp) if pre == 0 and reqs.prefix_tokens is None else [
+            i - c for i, c in zip(self.inp, self.cached)]
         self.gen = [0] * n  # tokens generated when joining the decoders
         self.start = [0] * n  # the replica's decode step when joining
         self.base = [0] * n  # KV tokens when joining the decoders
@@ -419,11 +423,13 @@ class Simulation:
     def blocked(self, rep: Replica) -> bool:
         """No waiting prompt can join the replica's decoders before one of them finishes: the batch is full
         (max_seqs) or the first waiting prompt's KV does not fit (FCFS: the others wait behind it), and the KV
-        cache only grows until a finish. A static batch admits nothing while it decodes; TGI's router (a
-        waiting_served_ratio) may let a group join after max_waiting_tokens steps, so it is never blocked."""
+        cache only grows until a finish. A static batch admits nothing while it decodes. TGI's router (a
+        waiting_served_ratio) offers a group only from the free slots, and its prompts join FCFS as their KV fits
+        (schedulers._may_join, admit_prefill), so it is blocked by the same two; only a group it let in whose rest
+        is still to be prefilled (rep.joining) is not."""
         if self.config.scheduler == Scheduler.STATIC:
             return True
-        if rep.joining or self.config.waiting_served_ratio > 0:
+        if rep.joining:
             return False
         return rep.n_dec >= self.max_seqs or rep.ctx_sum + rep.pre_kv + self.prompt[rep.waiting[0]] > self.cap
 

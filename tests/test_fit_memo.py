@@ -1,0 +1,103 @@
+"""The serving fit's memo (validate/fitmemo.py): a row is predicted again only when a field its prediction read
+changed, a copy's reads are traced too, and a cross-validation fold starting from the full fit meets its first
+evaluations in the memo. Counted in simulations, not seconds."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+
+import pytest
+
+from flopcast.cost import inference as inf
+from flopcast.validate import benchmark as vb
+from flopcast.validate import inference as vi
+from flopcast.validate.fitmemo import FitCache, RowMemo, traced
+
+PRIOR = inf.PRIORS["neuronx"]
+
+
+def test_traced_copy_records_every_field_read_through_it_and_its_copies():
+    copy, reads = traced(PRIOR)
+    assert isinstance(copy, inf.EngineEfficiency) and copy.compute == PRIOR.compute
+    assert reads == {"compute"}
+    moved = replace(copy, memory=0.5)  # replace reads every other field through the traced copy
+    assert type(moved) is type(copy) and moved.memory == 0.5
+    _ = moved.layer_overhead_s
+    assert reads >= set(asdict(PRIOR)) - {"memory"} and "layer_overhead_s" in reads
+
+
+def test_memo_reuses_a_row_only_while_the_fields_it_read_are_unchanged():
+    calls = []
+
+    def compare(rows, table):
+        (eff,) = table.values()
+        calls.append(rows[0]["run_id"])
+        return [{"predicted": eff.compute * 2 + eff.layer_overhead_s}]
+
+    memo, row = RowMemo(), {"run_id": "a", "source": "s"}
+    first = memo.compare("neuronx", row, PRIOR, compare)
+    # a field the prediction never read moves: the same figures, no new prediction
+    assert memo.compare("neuronx", row, replace(PRIOR, memory=0.123), compare) is first
+    assert memo.compare("neuronx", row, replace(PRIOR, request_overhead_s=1.0), compare) is first
+    assert calls == ["a"]
+    # a field it read moves: predicted again, and both values are kept
+    moved = memo.compare("neuronx", row, replace(PRIOR, compute=0.2), compare)
+    assert moved[0]["predicted"] == pytest.approx(0.4 + PRIOR.layer_overhead_s) and len(calls) == 2
+    assert memo.compare("neuronx", row, PRIOR, compare) is first
+    # another row, or the same row of another family, is its own entry
+    memo.compare("neuronx", {"run_id": "b", "source": "s"}, PRIOR, compare)
+    memo.compare("gpu", row, PRIOR, compare)
+    assert len(calls) == 4 and memo.counts == {"predicted": 4, "reused": 3}
+
+
+@pytest.fixture(scope="module")
+def dense_rows():
+    """A cheap simulated row (a synchronous guidellm run of Qwen3-32B on trn2) and a static batch of the family."""
+    rows = {r["run_id"]: r for r in vi._read("inference")}
+    return [rows["di-11"], rows["tm-1"]]
+
+
+def _count_simulations(monkeypatch) -> list:
+    made = []
+    real = vb.simulate_row
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vb, "simulate_row", counted)
+    return made
+
+
+def test_a_jacobian_column_resimulates_only_the_rows_that_read_its_parameter(dense_rows, monkeypatch):
+    from scipy import optimize
+
+    evaluations = []
+    real = optimize.least_squares
+
+    def counted(fun, x0, **kwargs):
+        sol = real(fun, x0, **kwargs)
+        evaluations.append((sol.nfev, sol.njev, len(x0)))
+        return sol
+
+    monkeypatch.setattr(optimize, "least_squares", counted)
+    made = _count_simulations(monkeypatch)
+    fam = "neuronx-v3"
+    vi._fit_family(fam, dense_rows, memo=RowMemo())
+    (nfev, njev, n), = evaluations
+    # the simulated row reads compute, memory and layer_overhead_s of the free parameters: without the memo every
+    # evaluation (and each of a Jacobian's n columns) simulates it again
+    assert n > 3 and len(made) <= nfev + 3 * njev + 1 < nfev + n * njev
+
+
+def test_a_fold_starting_from_the_full_fit_meets_its_first_evaluations_in_the_memo(dense_rows, monkeypatch):
+    cache = FitCache()
+    full = vi.fit_families(dense_rows, cache=cache)
+    made = _count_simulations(monkeypatch)
+    fresh = FitCache(rows=cache.rows)  # the fits forgotten, the row predictions kept: the same family refitted
+    again = vi.fit_families(dense_rows, cache=fresh, start=full)
+    warm = len(made)
+    cold = vi.fit_families(dense_rows, cache=FitCache(), start=full)
+    # the same refit from the same start; with the full fit's predictions its start and the Jacobian there (the
+    # simulated row and its 3 columns) come from the memo
+    assert cold == again and len(made) - warm >= warm + 4
