@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz_cases  # noqa: E402
 import fuzz_invariants  # noqa: E402
 import fuzz_pairs  # noqa: E402
+import fuzz_shapes  # noqa: E402
 
 MEMORY_BYTES = 2 << 30
 CPU_S = 30
@@ -76,9 +77,9 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         err = os.open(folder / "stderr", os.O_WRONLY | os.O_CREAT)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        reader = _terminal(folder) if case.tty and not case.stdout_full else None
+        reader = fuzz_shapes.terminal(folder) if case.tty and not case.stdout_full else None
         if case.churn:
-            threading.Thread(target=_rewrite, args=case.churn, daemon=True).start()
+            threading.Thread(target=fuzz_shapes.rewrite, args=case.churn, daemon=True).start()
         code = {"ui": _run_ui, "pair": _run_pair}.get(case.kind, _run_cli)(case)
         sys.stdout.flush()
         if reader:
@@ -91,45 +92,6 @@ def _child(case: fuzz_cases.Case, folder: Path) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
-
-
-def _terminal(folder: Path):
-    """Make stdout a pseudo-terminal of a random size; a thread copies what it shows to folder/stdout."""
-    import fcntl
-    import struct
-    import termios
-
-    master, slave = os.openpty()
-    rows, cols = random.Random(folder.name).choice([(0, 0), (24, 1), (24, 20), (24, 80), (5, 300), (65535, 65535)])
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    os.dup2(slave, 1)
-    os.close(slave)
-
-    def copy():
-        with open(folder / "stdout", "wb") as f:
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: no writer is left
-                    return
-                if not chunk:
-                    return
-                f.write(chunk)
-
-    t = threading.Thread(target=copy, daemon=True)
-    t.start()
-    return t
-
-
-def _rewrite(path: str, versions: list) -> None:
-    """Rewrite the file in place with each version in turn until the run ends (a reader may see half of one)."""
-    for i in range(10**9):
-        try:
-            with open(path, "wb") as f:
-                f.write(versions[i % len(versions)])
-        except OSError:
-            return
-        time.sleep(0.002 + len(versions[i % len(versions)]) / 1e8)
 
 
 def _run_cli(case) -> int:
@@ -160,13 +122,16 @@ def _run_ui(case) -> int:
     from flopcast.ui import create_app
 
     method, path, payload = case.argv
+    def post(client, path, body):  # JSON with its escapes as a browser sends them (httpx's json= refuses "\ud800")
+        return client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+
     with TestClient(create_app(Path("uploads")), raise_server_exceptions=False) as client:
         if method == "POST+GET":  # upload a model, then ask for a forecast of it by the key the upload returned
-            up = client.post("/api/upload", json=payload["upload"])
+            up = post(client, "/api/upload", payload["upload"])
             key = up.json().get("model") if up.status_code == 200 else "upload:none"
             r = client.get(path, params={**payload["params"], "model": key})
         else:
-            r = client.post(path, json=payload) if method == "POST" else client.get(path, params=payload)
+            r = post(client, path, payload) if method == "POST" else client.get(path, params=payload)
     sys.stdout.write(f"{r.status_code}\n{r.headers.get('content-type', '')}\n{r.text}")
     return 0
 

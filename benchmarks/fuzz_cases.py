@@ -364,7 +364,9 @@ def ui_request(rng: random.Random, names: Names, folder: Path) -> Case:
         body = {"filename": rng.choice([made.name, "x.exe", "", "../../etc/passwd.yaml"]),
                 "text": made.read_text(errors="replace") if made.is_file() else "x"}
         if rng.random() < 0.2:
-            body = rng.choice([{}, {"filename": 5}, [1], {"filename": "a.yaml", "text": "a" * (2 << 20)}])
+            body = rng.choice([{}, {"filename": 5}, [1], {"filename": "a.yaml", "text": "a" * (2 << 20)},
+                               {"filename": "m.yaml", "text": "base: llama3-8b\nname: \ud800\n"},
+                               {"filename": "\udcff.yaml", "text": "base: llama3-8b\n"}])
         return Case("ui", ["POST", path, body], files=1)
     params = {k: UI_PARAMS[k](rng, names) for k in rng.sample(sorted(UI_PARAMS), rng.randint(0, 6))}
     if path in ("/api/train", "/api/compare") and rng.random() < 0.25:  # an uploaded model, then a forecast of it

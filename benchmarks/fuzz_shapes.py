@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import random
+import threading
+import time
 from pathlib import Path
 
 # every environment variable the command line reads, directly or through the library calls it makes (a test
@@ -213,3 +215,44 @@ def _environment(rng, case, names, folder, value_of):
 
 
 SHAPES = [_repeat, _equals, _order, _long, _unicode, _stdin, _odd_path, _churn, _environment]
+
+
+# ---- applied in the campaign's forked run (fuzz_campaign._child) ----
+
+def terminal(folder: Path):
+    """Make stdout a pseudo-terminal of a random size; a thread copies what it shows to folder/stdout."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    rows, cols = random.Random(folder.name).choice([(0, 0), (24, 1), (24, 20), (24, 80), (5, 300), (65535, 65535)])
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    os.dup2(slave, 1)
+    os.close(slave)
+
+    def copy():
+        with open(folder / "stdout", "wb") as f:
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: no writer is left
+                    return
+                if not chunk:
+                    return
+                f.write(chunk)
+
+    t = threading.Thread(target=copy, daemon=True)
+    t.start()
+    return t
+
+
+def rewrite(path: str, versions: list) -> None:
+    """Rewrite the file in place with each version in turn until the run ends (a reader may see half of one)."""
+    for i in range(10**9):
+        try:
+            with open(path, "wb") as f:
+                f.write(versions[i % len(versions)])
+        except OSError:
+            return
+        time.sleep(0.002 + len(versions[i % len(versions)]) / 1e8)

@@ -74,7 +74,8 @@ HF_KEYS = sorted({k for t in HF_TEMPLATES.values() for k in t} | {
 HF_VALUES = [0, -1, 1, 2, 3, 7, 1e30, 1e308, "x", None, [1], True, False, 2**63, 2**31, 1.5, 8.0, float("nan"),
              {"a": 1}, "8", 1e-300, [], -2**63, float("inf"), "true", "1e3", [[1]], ["full_attention"] * 100_000,
              ["sliding_attention", "bogus"], {"type": "yarn", "factor": 1e30}, {"quant_method": "fp8"}, "", 65536,
-             1048576, 16777217, 134217729, -0.0, [0, 1, 2, 99], {"rope_type": "llama3", "factor": 8.0}]
+             1048576, 16777217, 134217729, -0.0, [0, 1, 2, 99], {"rope_type": "llama3", "factor": 8.0},
+             "\ud800x", "\udcff", "\U0001f999", "\u202e", {"\ud800": 1}]  # escapes json.dumps writes as \\ud800
 
 
 def hf_config(rng: random.Random, folder: Path) -> Path:

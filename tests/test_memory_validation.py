@@ -29,3 +29,24 @@ def test_the_file_covers_every_training_dtype_with_and_without_a_distributed_opt
     seen = {(r["dtype"], r["sharding"]) for r in ROWS}
     for d in ("fp16", "bf16", "fp32"):
         assert (d, "none") in seen and (d, "zero1") in seen
+
+
+def test_validate_reads_the_memory_file_and_predicts_every_row(tmp_path, capsys):
+    import flopcast
+    from flopcast.cli import main
+
+    res = flopcast.validate("validation/memory_runs.csv")
+    assert res.schema == "memory" and res.summary["n_ok"] == len(ROWS) and res.summary["n_skipped"] == 0
+    assert res.summary["max_abs_error_pct"] < 1e-9
+    # fp16 without a distributed optimizer: 2 (weights) + 2 (grads) + 16 (fp32 main params and grads, Adam m, v)
+    assert res.records[0]["predicted"] == pytest.approx(20.0)
+    bad = tmp_path / "mem.csv"
+    bad.write_text("run_id,source,dtype,sharding,dp,measured_state_bytes_per_param\n"
+                   "a,S,bf16,zero1,8,7.5\nb,S,bf17,none,1,18\nc,S,bf16,none,0,18\n")
+    res = flopcast.validate(str(bad))
+    assert [r["status"] for r in res.records] == ["ok", "skipped", "skipped"]
+    assert "unknown dtype 'bf17'" in res.records[1]["reason"] and "dp '0'" in res.records[2]["reason"]
+    assert main(["validate", str(bad)]) == 0
+    assert "rows predicted: 1   skipped: 2" in capsys.readouterr().out
+    assert main(["calibrate", str(bad)]) == 2
+    assert "memory file" in capsys.readouterr().err

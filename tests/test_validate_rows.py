@@ -43,6 +43,18 @@ def test_blank_architecture_cells_come_from_a_relative_or_a_default_and_are_said
     assert len(said) == 3 and all("default" in s for s in said)
 
 
+def test_the_relative_of_a_row_is_the_one_of_its_stated_size():
+    # Llama 2 7B and Llama 3 8B share 32 layers of 4096 x 32 heads; a row of 8.0B parameters is Llama 3 8B
+    llama3 = catalog.load_model("llama3-8b")
+    row = {**ROW, "model": "My 8B", "layers": "32", "hidden": "4096", "heads": "32", "mlp": "swiglu",
+           "dtype": "bf16"}
+    model, said = vt.model_and_assumptions({**row, "params_b": "8.0"})
+    assert (model.kv_heads, model.ffn_hidden, model.vocab) == (llama3.kv_heads, llama3.ffn_hidden, llama3.vocab)
+    assert any("llama3-8b" in s for s in said)
+    model, said = vt.model_and_assumptions({**row, "params_b": "6.7"})
+    assert model.vocab == catalog.load_model("llama2-7b").vocab
+
+
 def test_a_row_without_dimensions_names_what_it_lacks():
     rows = vt.run_validation([vt.VALIDATION_DIR / "more_training_runs.csv"], catalog.calibration())
     skipped = [r for r in rows if r.status == "skipped"]

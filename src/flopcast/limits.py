@@ -159,6 +159,20 @@ def read_bounded(path, max_bytes: int, what: str = "") -> bytes:
     return data
 
 
+def unicode_text(value) -> bool:
+    """Whether every string in a value parsed from JSON (keys too) is Unicode: JSON's escapes can spell an unpaired
+    surrogate (`"\\ud800"`), which no encoder writes, so printing or saving it later would fail."""
+    import json
+
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    except (TypeError, ValueError):
+        return True  # not JSON-like (the caller's own check names what is wrong)
+    return True
+
+
 def resolved(path, what: str = "") -> Path:
     """The absolute path with its symbolic links followed; a FlopcastError for links that form a loop (before
     Python 3.13 `Path.resolve` raises RuntimeError there) or a path the system cannot resolve (a name too long)."""

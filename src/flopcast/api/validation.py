@@ -35,10 +35,11 @@ def files_of(file: str) -> list[Path]:
 
 
 def schema(path: str) -> str:
-    """'training' or 'serving', from the header's columns (of the first file a short name names); a one-line
-    error for an empty file or one that has neither schema's columns (naming what the closer schema, by its
-    own columns present, lacks)."""
+    """'training', 'serving' or 'memory' (validation/memory_runs.csv's), from the header's columns (of the first
+    file a short name names); a one-line error for an empty file or one that has no schema's columns (naming what
+    the closer of training and serving, by its own columns present, lacks)."""
     from ..validate import inference as vi
+    from ..validate import memory as vm
 
     path = str(files_of(path)[0])
     header, _ = vt.read_table(path)
@@ -48,6 +49,8 @@ def schema(path: str) -> str:
         return "training"
     if not vi.missing_columns(header):
         return "serving"
+    if vm.is_memory_header(header):
+        return "memory"
     cols = set(header)
     closer = vi if len(cols & SERVING_ONLY) > len(cols & TRAINING_ONLY) else vt  # a tie keeps training
     closer.check_columns(header, path)  # raises: that schema lacks a column
@@ -74,7 +77,7 @@ class ValidationResult(Tabular):
     """Predictions beside measurements: `records` (validate.training.RowResult for training; dicts, one per
     figure, for serving) and `summary` (MAPE, median, bias, by source and hardware)."""
 
-    schema: str  # training | serving
+    schema: str  # training | serving | memory
     records: tuple
     summary: dict
 
@@ -118,7 +121,10 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
         from ..validate.uncertainty import check_target
 
         check_target(write_intervals)  # before the cross-validation's minutes, not after
-    if schema(file) == "serving":
+    kind = schema(file)
+    if kind == "memory":
+        return _memory(files, cross_validate, calibration)
+    if kind == "serving":
         from ..cost.inference.engines import _inference_calibration_file
         from ..validate.inference import cross_validate_inference, validate_inference
 
@@ -143,6 +149,17 @@ def validate(file: str, *, cross_validate: bool = False, calibration=None, progr
     rows = vt.run_validation(files, cal)
     intervals = {"coverage": vu.shipped_coverage(file, rows, "training", cal.provenance, cal)}
     return ValidationResult("training", tuple(rows), {**vt.summarize(rows), "intervals": intervals})
+
+
+def _memory(files, cross_validate: bool, calibration) -> ValidationResult:
+    """A memory file: the memory model has no fitted parameter, so there is nothing to cross-validate or swap."""
+    from ..validate.memory import validate_memory
+
+    if cross_validate or calibration is not None:
+        raise FlopcastError(f"{files[0]} is a memory file (measured_state_bytes_per_param): the memory model has no "
+                            "fitted parameters; validate it without `cross_validate` and `calibration`")
+    res = validate_memory(files[0])  # no short name names a memory file: one path
+    return ValidationResult("memory", tuple(res["rows"]), res["summary"])
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,9 @@ def calibrate(file: str, *, output: str | None = None, progress=None) -> Calibra
 
     kind = schema(file)
     files = files_of(file)
+    if kind == "memory":
+        raise FlopcastError(f"{file} is a memory file (measured_state_bytes_per_param): the memory model has no "
+                            f"fitted parameters; `flopcast validate {file}` compares it with the measurements")
     output = str(output or ("inference_calibration.yaml" if kind == "serving" else "calibration.yaml"))
     for f in files:
         prepare_out(output, str(f), "output")

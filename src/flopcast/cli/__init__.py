@@ -92,11 +92,22 @@ def _drop_stdout() -> None:
         pass  # stdout is not a file (captured in a test)
 
 
+def _printable_stdout() -> None:
+    """Undecodable bytes of a file name (Python's surrogate escapes) written as \\xff escapes where stdout's encoder
+    is strict (a UTF-8 locale other than C.UTF-8), not a UnicodeEncodeError half-way through the output."""
+    if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
+        try:
+            sys.stdout.reconfigure(errors="backslashreplace")
+        except (ValueError, OSError, io.UnsupportedOperation):
+            pass  # a stream that cannot change (captured in a test): its own encoder stays
+
+
 def main(argv=None) -> int:
     """Entry point: one line on stderr and exit code 2 for bad input, never a traceback."""
     from .. import allocator
 
     allocator.tune()  # large arrays kept mapped between a search's slices (allocator.py)
+    _printable_stdout()
     try:
         cli.main(args=argv, prog_name="flopcast", standalone_mode=False)
         sys.stdout.flush()

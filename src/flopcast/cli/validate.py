@@ -76,6 +76,10 @@ TRAINING_OUT = ["run_id", "source", "model", "hardware", "chips", "status", "rea
                 "predicted_tokens_per_s_per_chip", "measured_tokens_per_s_per_chip", "error_pct"]
 SERVING_OUT = ["run_id", "source", "hardware", "engine", "model", "metric", "status", "reason", "predicted",
                "measured", "error_pct", "engine_family", "assumed"]
+MEMORY_OUT = ["run_id", "source", "dtype", "sharding", "dp", "status", "reason", "predicted", "measured", "error_pct"]
+MEMORY_COLUMNS = [Column("run", text=True), Column("source", text=True, wrap=32), Column("dtype", text=True),
+                  Column("sharding", text=True), Column("dp", ",d"), Column("pred bytes/param", ",.2f"),
+                  Column("meas bytes/param", ",.2f"), Column("error %", "+.1f")]
 UNITS = {"decode_tokens_per_s_per_stream": "tokens/s", "output_tokens_per_s_total": "tokens/s",
          "tpot_ms": "ms", "ttft_ms": "ms", "prefill_tokens_per_s": "tokens/s"}
 
@@ -160,6 +164,20 @@ def training_report(rows, summary) -> str:
     return "\n".join(out)
 
 
+def memory_report(result) -> str:
+    """The text table of a memory file: model-state bytes per parameter, predicted beside measured."""
+    body = [[r["run_id"], r["source"], r["dtype"], r["sharding"], r["dp"] if r["status"] == "ok" else None,
+             r["predicted"], r["measured"], r["error_pct"]] for r in result.records]
+    out = render(MEMORY_COLUMNS, body)
+    s = result.summary
+    fmtp = lambda x: "n/a" if x is None else f"{x:.1f}%"
+    out += ["", f"rows predicted: {s['n_ok']}   skipped: {s['n_skipped']}",
+            f"MAPE {fmtp(s['mape_pct'])}   bias (mean signed error) {fmtp(s['bias_pct'])}   "
+            f"largest |error| {fmtp(s['max_abs_error_pct'])}"]
+    out += [f"skipped run {r['run_id']}: {r['reason']}" for r in result.records if r["status"] != "ok"]
+    return "\n".join(out)
+
+
 def interval_lines(info: dict) -> list[str]:
     """The coverage line and one line per kind's width."""
     if not info:
@@ -200,7 +218,7 @@ def validate(file, as_json, out, cross_validate, write_intervals, calibration, c
 
     FILE is a CSV path or a shipped file's short name: calibration_runs, more_training_runs, training (both),
     published_training_runs (a holdout), inference_runs, more_inference_runs, published_inference_runs,
-    inference (both).
+    inference (both); or a memory file (validation/memory_runs.csv: model-state bytes per parameter).
 
     Blank layout cells are chosen by flopcast's search over just those fields (marked * in the table).
     """
@@ -214,12 +232,16 @@ def validate(file, as_json, out, cross_validate, write_intervals, calibration, c
     if write_intervals and res.summary.get("intervals"):
         click.echo(f"wrote {res.schema} intervals to {write_intervals}", err=True)
     write_csv(csv_path, res)
-    if out and res.schema == "serving":
+    if out and res.schema == "memory":
+        _write_csv(out, MEMORY_OUT, list(res.records), "row")
+    elif out and res.schema == "serving":
         _write_csv(out, SERVING_OUT, _serving_out_rows(res.to_dict()["rows"]), "figure")
     elif out:
         _write_csv(out, TRAINING_OUT, [{**r.to_dict(), "layout": _layout_text(r)} for r in res.records], "row")
     if as_json:
         click.echo(to_json(res.to_dict()))
+    elif res.schema == "memory":
+        echo(memory_report(res))
     elif res.schema == "serving":
         echo("\n".join([serving_report(res.to_dict()), *interval_lines(res.summary.get("intervals"))]))
     else:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FlopcastError
-from ..limits import FFN, HEADS, LAYERS, TOKENS_PER_SEQ, WIDTH, read_bounded, resolved
+from ..limits import FFN, HEADS, LAYERS, TOKENS_PER_SEQ, WIDTH, read_bounded, resolved, unicode_text
 from .workload import Mla, Mlp, Model, Moe
 
 CONFIG_NAME = "config.json"
@@ -424,6 +424,9 @@ def load(path: Path) -> Model:
         raise FlopcastError(f"{path}: values nested too deeply to be a Hugging Face config.json") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FlopcastError(" ".join(f"cannot read {path} as JSON: {exc}".split())) from None
+    if not unicode_text(cfg):
+        raise FlopcastError(f"cannot read {path} as JSON: a string holds an unpaired surrogate escape (such as "
+                            "\\ud800), which is not Unicode")
     model_id = resolved(path.parent).name if path.name == CONFIG_NAME else path.stem
     return from_config(cfg, str(path), model_id or path.stem)
 

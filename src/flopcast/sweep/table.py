@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from ..errors import FlopcastError
+from ..limits import unicode_text
 from ..model.strategy import LAYOUT_FIELDS
 from . import serving
 
@@ -211,6 +212,6 @@ def read_journal(out: Path) -> list:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut short when the run stopped
-        if isinstance(row, dict):  # a journal line is one scenario's row; anything else is not ours to resume
+        if isinstance(row, dict) and unicode_text(row):  # one scenario's row; anything else is not ours to resume
             rows.append(row)
     return rows

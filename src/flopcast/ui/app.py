@@ -74,7 +74,12 @@ class Uploads:
         if suffix not in UPLOAD_SUFFIXES:
             raise FlopcastError(f"{name!r} is not a model file; valid: a Hugging Face config.json or a flopcast "
                                 "model file (.yaml, .yml, .toml)")
-        data = text.encode("utf-8")
+        try:
+            data = text.encode("utf-8")
+            name.encode("utf-8")
+        except UnicodeEncodeError:  # an unpaired surrogate from the body's JSON escapes (`"\\ud800"`)
+            raise FlopcastError("the upload's file name or text holds an unpaired surrogate escape (such as \\ud800), "
+                                "which is not Unicode") from None
         if len(data) > MAX_UPLOAD_BYTES:
             raise FlopcastError(f"{name} is {len(data):,} bytes; valid: at most {MAX_UPLOAD_BYTES:,} bytes")
         key = hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:12]

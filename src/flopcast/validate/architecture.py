@@ -10,6 +10,7 @@ import math
 from dataclasses import replace
 
 from .. import catalog
+from ..cost.params import total_params
 from ..errors import FlopcastError
 from ..model.workload import Model
 from .rows import ARCH_COLUMNS, _int
@@ -48,14 +49,16 @@ def _default_ffn(hidden: int, mlp: str) -> int:
     return 4 * hidden
 
 
-def _relative(d: dict) -> Model | None:
+def _relative(d: dict, params_b: float | None = None) -> Model | None:
     """The catalog model with the row's hidden width and heads (and MLP kind, if stated) whose layer count is
-    closest, and among those the one agreeing with most of the row's stated kv heads, FFN width and vocabulary
-    (Llama 2 7B and Llama 3 8B share 32 layers of 4096 x 32 heads): its cells are the best guess for a model that
-    shares its dimensions."""
+    closest, and among those the one agreeing with most of the row's stated kv heads, FFN width and vocabulary,
+    then the one whose parameter count is closest to the row's `params_b` (Llama 2 7B and Llama 3 8B share 32
+    layers of 4096 x 32 heads; a row of 8.0B parameters is the latter): its cells are the best guess for a model
+    that shares its dimensions."""
     def rank(m: Model) -> tuple:
         agree = sum(getattr(m, k) == d[k] for k in ("kv_heads", "ffn_hidden", "vocab") if k in d)
-        return abs(m.layers - d["layers"]), -agree
+        size = abs(math.log(total_params(m) / (params_b * 1e9))) if params_b else 0.0
+        return abs(m.layers - d["layers"]), -agree, size
 
     best = None
     for key in sorted(catalog.raw("model")):
@@ -70,6 +73,13 @@ def _relative(d: dict) -> Model | None:
         if best is None or rank(m) < rank(best):
             best = m
     return best
+
+
+def _real(text) -> float | None:
+    try:
+        return float(str(text).strip())
+    except (TypeError, ValueError):
+        return None
 
 
 def model_of(row: dict) -> Model:
@@ -116,7 +126,8 @@ def model_and_assumptions(row: dict) -> tuple[Model, tuple[str, ...]]:
         raise FlopcastError(f"model {row['model']!r} is not in the catalog and the row lacks {', '.join(lacking)}; "
                             "state them or use a catalog model name (`flopcast catalog` lists them)")
     said = []
-    rel = _relative(d)
+    params_b = _real(row.get("params_b"))
+    rel = _relative(d, params_b if params_b and params_b > 0 else None)
     for key, default in (("kv_heads", d["heads"]), ("ffn_hidden", _default_ffn(d["hidden"], d.get("mlp", "gelu"))),
                          ("vocab", DEFAULT_VOCAB), ("seq_len", DEFAULT_SEQ_LEN)):
         if key in d or (key == "ffn_hidden" and "moe" in d):
