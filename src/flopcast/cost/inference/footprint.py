@@ -25,7 +25,7 @@ def routed_expert_bytes(d: Deployment) -> float:
 def replica_weight_bytes(d: Deployment) -> float:
     """Bytes of weights the replica's chips hold together: the model once; under expert parallelism the routed
     experts once and everything else on each of the ep chips (Deployment.expert_parallel)."""
-    w = weight_bytes(d.model, d.weights) + d.latent_copies_params * d.weights.bits / 8.0
+    w = weight_bytes(d.model, d.weights) + d.copied_params * d.weights.bits / 8.0
     if not d.expert_parallel:
         return w
     experts = routed_expert_bytes(d)

@@ -20,6 +20,7 @@ from .engines import (STATIC_SHAPE_FAMILIES, EngineEfficiency, calibration_hardw
 from .formats import WeightFormat, kv_bytes_per_token, kv_element_bytes, weight_format
 from .releases import at_release, scores_whole_square
 
+TRANSFORMERS_NEURONX = "transformers-neuronx"  # its engine family (engines.engine_family)
 # NeuronCores the runtime shows per chip: Trainium2/3 group their 8 physical cores in pairs
 # (logical NeuronCore config LNC=2, the default since Neuron SDK 2.21; Neuron docs "Logical NeuronCore")
 NEURON_LOGICAL_CORES = {"trainium2": 4, "trainium3": 4}
@@ -93,7 +94,8 @@ class Deployment:
         Each of `shards` ranks holds ceil(kv_heads / shards) KV heads: when the ranks outnumber
         the KV heads (GQA), each KV head is replicated on shards / kv_heads ranks (Megatron-LM and
         vLLM replicate KV heads when tp > num_kv_heads; transformers-neuronx pads the heads to a
-        multiple of the TP degree), so the cache and its reads grow by that factor. MLA caches one
+        multiple of the TP degree), so the cache and its reads grow by that factor; an engine that turns GQA into
+        MHA (kv_heads_as_query_heads) stores one KV head per padded query head. MLA caches one
         latent shared by all heads, which no head split can shard: every tensor-parallel rank keeps all of it
         (vLLM's and SGLang's MLA caches; SGLang's DP attention exists to avoid this copy): `shards` copies. Under
         expert parallelism each chip holds only its own sequences' KV: 1."""
@@ -103,7 +105,55 @@ class Deployment:
             return 1.0
         if m.mla:
             return float(n)
+        if self.kv_heads_as_query_heads:
+            return n * math.ceil(m.heads / n) / m.kv_heads
         return n * math.ceil(m.kv_heads / n) / m.kv_heads
+
+    @property
+    def kv_heads_as_query_heads(self) -> bool:
+        """Whether the engine turns a GQA model into MHA: transformers-neuronx does whenever the ranks do not divide
+        the KV heads (`check_gqa_fallback` in decoder.py, the same at 7a30b42, 0623de2, c8d6bdc and 1ade6d7, i.e.
+        versions 0.10-0.13, SDK 2.18-2.21: "KV head replication will be enabled since the number of KV heads is not
+        evenly divisible by the tensor parallel degree" -> GQA.REPLICATED_HEADS, also the Llama-3 samples' explicit
+        choice). Its K and V projection weights are then repeated to every query head (`repeat_interleave` by
+        heads / kv_heads) and padded with the query heads to a multiple of the ranks, so each rank holds and reads as
+        many KV heads as query heads, with their projection weights (`attention_copies_params`). NxD Inference
+        and optimum-neuron replicate the KV heads to the TP degree instead where it divides by them (gqa.py
+        REPLICATE_TO_TP_DEGREE: one a rank, the general rule above; neuronx-distributed-inference@4bcdc54,
+        optimum-neuron@213224e), else convert to MHA as well."""
+        m, n = self.model, self.shards
+        if (m.mla or not m.kv_heads or m.kv_heads >= m.heads or n <= 1 or self.expert_parallel
+                or self.family not in STATIC_SHAPE_FAMILIES):
+            return False
+        if self.family == TRANSFORMERS_NEURONX:
+            return m.kv_heads % n != 0
+        # NxD Inference / optimum-neuron gqa.py get_shardable_head_counts: CONVERT_TO_MHA when tp % kv_heads != 0
+        # and the KV heads do not split evenly over the ranks
+        return n % m.kv_heads != 0 and (m.kv_heads < n or m.kv_heads % n != 0)
+
+    @property
+    def attention_copies_params(self) -> float:
+        """Attention weights the ranks hold and stream beyond the model's own: query heads padded to a multiple of
+        the ranks, with their output-projection columns (Neuron engines pad rather than refuse such a TP:
+        transformers-neuronx `MaybePadder` to `round_up_to_divisor(heads, tp)`, NxD Inference gqa.py
+        `get_number_of_extra_heads`), and a K and V projection for every KV head stored (kv_replication x kv_heads:
+        vLLM's QKVParallelLinear and NxD's REPLICATE_TO_TP_DEGREE give each rank its KV head's weights; a GQA model
+        turned MHA, kv_heads_as_query_heads, one per padded query head). Llama-3-70B on 32 Trainium1 ranks under
+        transformers-neuronx: 2 x 80 x 8,192 x 128 x (64 - 8) = 9.4 B weights beside the model's 70.6 B. 0 without
+        tensor parallelism, for MLA (latent_copies_params) and under expert parallelism."""
+        m = self.model
+        n = self.shards
+        if n <= 1 or self.is_cpu or self.expert_parallel or m.mla or not m.kv_heads:
+            return 0.0
+        padded = n * math.ceil(m.heads / n)
+        stored_kv = m.kv_heads * self.kv_replication
+        return m.layers * m.hidden * m.d_head * (2.0 * (padded - m.heads) + 2.0 * (stored_kv - m.kv_heads))
+
+    @property
+    def copied_params(self) -> float:
+        """Weights the replica holds and streams beyond one copy of the model: MLA's latent down-projections
+        (latent_copies_params), padded query heads and replicated K/V projections (attention_copies_params)."""
+        return self.latent_copies_params + self.attention_copies_params
 
     @property
     def latent_copies_params(self) -> float:
@@ -298,8 +348,16 @@ def _layout_notes(d: Deployment) -> list[str]:
     if not d.is_cpu and model.heads % d.shards and not model.mla and not d.expert_parallel:
         notes.append(f"{d.shards} tensor-parallel ranks do not divide the {model.heads} query heads: heads are "
                      f"padded to {math.ceil(model.heads / d.shards) * d.shards} (Neuron pads; vLLM refuses such a tp), "
-                     "the padding's extra compute is not modelled")
-    if d.kv_replication > 1 and not model.mla:
+                     "their zero weights streamed, their attention scores not modelled")
+    if d.attention_copies_params > 0:
+        notes.append(f"attention weights as the ranks hold them (padded query heads, a K/V projection per stored KV "
+                     f"head): {d.attention_copies_params / 1e9:.2f} B beyond the model's")
+    if d.kv_heads_as_query_heads:
+        notes.append(f"{d.shards} ranks do not divide the {model.kv_heads} KV heads: transformers-neuronx repeats "
+                     f"them to the {d.shards * math.ceil(model.heads / d.shards)} (padded) query heads with their K/V "
+                     f"projections (GQA.REPLICATED_HEADS), so the KV cache is stored and read {d.kv_replication:g}x "
+                     "with their K/V projection weights")
+    elif d.kv_replication > 1 and not model.mla:
         notes.append(f"{d.shards} tensor-parallel ranks for {model.kv_heads} KV heads: each rank holds "
                      f"{math.ceil(model.kv_heads / d.shards)}, so the KV cache is stored and read "
                      f"{d.kv_replication:g}x")

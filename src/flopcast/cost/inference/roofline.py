@@ -58,7 +58,7 @@ def step_time(d: Deployment, new_tokens, seqs, kv_tokens, attn_pairs):
     h = m.hidden
     qkv = m.layers * h * (m.q_dim
                           + 2 * m.kv_dim) if not m.mla else m.layers * (P.attention_params(m) - m.attn_out_dim * h)
-    qkv += d.latent_copies_params  # MLA's latent down-projections, one copy per tensor-parallel rank
+    qkv += d.copied_params  # MLA's latent down-projections per rank; K/V projections repeated to MHA
     out = m.layers * m.attn_out_dim * h
     copies = d.ep if d.expert_parallel else 1
     mlp_stream, mlp_per_token = _mlp_weights(d, new_tokens, copies)
