@@ -273,6 +273,8 @@ def _print_training(res) -> None:
     echo("layouts:")
     for n, v in out.items():
         echo(f"  {n}: {v.layout.describe() if not isinstance(v, str) else v}")
+        for note in () if isinstance(v, str) else [x for x in v.notes if x.startswith("layout searched")]:
+            echo(f"    {note}")
     for n, v in out.items():
         if isinstance(v, str):
             echo(f"{n}: {v}")

@@ -290,9 +290,9 @@ def cannot_fit(model, system, chips: int, dtypes=(Dtype.BF16,)) -> bool:
     return total_params(model) * per_param / chips + memory.RESERVE_BYTES > system.chip.memory
 
 
-def pruning(model, system, cal, software: Software = MODERN_SOFTWARE) -> Pruning:
+def pruning(model, system, cal, software: Software = MODERN_SOFTWARE, budget: int | None = None) -> Pruning:
     """What lets a streamed throughput search (plan/streamed.best_of) evaluate only the layouts that can be its
     best: each layout's memory (training.memory_bytes, the evaluation's formulas) and its lower bound."""
     table = WorkTable(model, system, cal, software)
     return Pruning(lambda lb: training.memory_bytes(model, system, lb, cal, software=software), system.chip.memory,
-                   lambda lb, above: layout_bounds(model, table, lb, above))
+                   lambda lb, above: layout_bounds(model, table, lb, above), budget)

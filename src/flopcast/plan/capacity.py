@@ -352,8 +352,24 @@ def pareto(model: Model, system: System, tokens: float, cal: Calibration,
                        batch_cap_reason=size.batch_cap_reason)
 
 
+# memory checks per system past which compare judges each layout's bound first (plan/streamed.Pruning.budget):
+# DeepSeek-V3 on 1,024 chips has 6.6-9.7 million valid layouts per system, and checking the memory of every one
+# was 12 of the 21 s of CPU that comparing four systems took (idle machine); the best layout is the same, the
+# count of fitting layouts then a lower bound ("at least K fit of M checked"). 2 million checks took as long as
+# 250,000 (the bound then costs what memory did) with 90 MB more peak memory
+COMPARE_MEMORY_BUDGET = 250_000
+
+
+def fit_count(s: search_mod.SearchOutcome) -> str:
+    """How many layouts fit: exact, or past a memory budget a lower bound naming the layouts checked."""
+    if s.checked is None:
+        return f"{s.n_valid:,} valid layouts, {s.n_fit:,} fit"
+    return f"{s.n_valid:,} valid layouts, at least {s.n_fit:,} fit of {s.checked:,} checked for memory"
+
+
 def compare(model: Model, systems: list[System], chips: int, tokens: float | None, cal: Calibration,
-            space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None) -> dict:
+            space: search_mod.SearchSpace = search_mod.SearchSpace(), progress=None,
+            memory_budget: int | None = COMPARE_MEMORY_BUDGET) -> dict:
     """Best layout of each system on `chips` chips: {system id: TrainResult, or a string saying why not}."""
     out = {}
     for system in systems:
@@ -362,11 +378,15 @@ def compare(model: Model, systems: list[System], chips: int, tokens: float | Non
             continue
         if progress is not None:
             progress.note(f"searching {system.id}")
-        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress, keep=1)
+        s = search_mod.search(model, system, chips, cal, space, objective="throughput", progress=progress, keep=1,
+                              memory_budget=memory_budget)
         if s.n_fit == 0:
             out[system.id] = why_nothing_fits(s, system)
             continue
         i = int(s.order[0])
+        summary = {"candidates": s.considered, "valid": s.n_valid, "fit": s.n_fit, "fit_exact": s.checked is None,
+                   "memory_checked": s.n_valid if s.checked is None else s.checked, "rejected": s.rejected}
         out[system.id] = result_from(model, system, chips, s.batch, s.results, i, cal, tokens, "searched",
-                                     summary={"candidates": s.considered, "fit": s.n_fit, "rejected": s.rejected})
+                                     notes=(f"layout searched ({s.considered:,} candidates, {fit_count(s)})",),
+                                     summary=summary)
     return out

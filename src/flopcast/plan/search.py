@@ -63,6 +63,7 @@ class SearchOutcome:
     valid: int | None = None  # layouts that passed every rule but memory, where `batch` holds only some of them
     fit: int | None = None  # layouts that fit, where `batch` holds only those that could be the best
     evaluated: int | None = None  # layouts judged past the bound, where memory alone ruled some out of `batch`
+    checked: int | None = None  # layouts whose memory was computed (fit counts only these), where a budget left some
 
     @property
     def n_evaluated(self) -> int:
@@ -77,12 +78,11 @@ class SearchOutcome:
         return self.batch.size if self.valid is None else self.valid
 
 
-def _pow2_upto(n: int) -> list[int]:
+def _pow2_upto(n: int) -> list[int]:  # 1, 2, 4, ... up to n
     return [2**i for i in range(int(math.log2(max(n, 1))) + 1)]
 
 
-def _divisors(n: int) -> list[int]:
-    """Every divisor of n, from its prime factorisation."""
+def _divisors(n: int) -> list[int]:  # every divisor of n, from its prime factorisation
     return list(divisor_tuple(n))
 
 
@@ -335,7 +335,7 @@ def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=
 STREAM_ABOVE = EXPAND_ROWS  # candidates past which a search asked for its best `keep` layouts only streams them
 
 
-def _streamed(model, system, cal, objective, progress, software, failures, keep, passing) -> SearchOutcome:
+def _streamed(model, system, cal, objective, progress, software, failures, keep, passing, budget) -> SearchOutcome:
     """search()'s outcome holding only the best `keep` fitting layouts and the smallest footprint (plan/streamed.py):
     the same layouts, order and counts, a chunk of the candidates in memory at a time; by throughput, only the
     layouts that fit and whose lower bound (plan/bounds.py) can be kept are evaluated."""
@@ -344,7 +344,7 @@ def _streamed(model, system, cal, objective, progress, software, failures, keep,
         progress.add_total(tally.considered)
         progress.update(tally.considered)
     before = deepcopy(tally)
-    pruning = bounds.pruning(model, system, cal, software) if objective == "throughput" else None
+    pruning = bounds.pruning(model, system, cal, software, budget) if objective == "throughput" else None
     for attempt, prune in enumerate([pruning, None] if pruning else [None]):  # a broken bound: every layout evaluated
         tally, dtypes, shown = deepcopy(before), {}, progress if attempt == 0 else None
         pieces = _valid_slices(model, system, base, pairs, ch, tally, dtypes, shown)
@@ -360,16 +360,16 @@ def _streamed(model, system, cal, objective, progress, software, failures, keep,
             rejected[why] = rejected.get(why, 0) + n
     if kept.batch is None:
         return SearchOutcome(LayoutBatch.of([]), {}, np.array([], dtype=int), tally.considered, rejected)
-    if kept.fit < kept.valid:
-        rejected["does not fit in memory"] = kept.valid - kept.fit
+    if kept.fit < kept.checked:
+        rejected["does not fit in memory"] = kept.checked - kept.fit
     lb, res, order = kept.outcome()
-    return SearchOutcome(lb, res, order, tally.considered, rejected, valid=kept.valid, fit=kept.fit)
+    return SearchOutcome(lb, res, order, tally.considered, rejected, kept.valid, kept.fit, checked=kept.partial())
 
 
 def search(model: Model, system: System, chips: int, cal: Calibration, space: SearchSpace = SearchSpace(),
            objective: str = "throughput", allow_idle: bool = True, progress=None,
            software: Software = MODERN_SOFTWARE, shared: SearchShare | None = None,
-           tokens: float | None = None, keep: int | None = None) -> SearchOutcome:
+           tokens: float | None = None, keep: int | None = None, memory_budget: int | None = None) -> SearchOutcome:
     """Evaluate every valid layout; order those that fit, best first.
 
     keep: the caller reads only the best `keep` layouts (and, where none fits, the smallest footprint): past
@@ -378,7 +378,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
     `progress` (a flopcast.progress.Progress, optional) counts the candidates as they are judged;
     `software` is what the training stack can do (today's by default); `shared` (plan/shared.py) lets
     searches of hardware variants reuse the candidates and their memory (the same answer, less work); `tokens`
-    is the budget objective time_with_failures needs."""
+    is the budget objective time_with_failures needs; `memory_budget`: streamed.Pruning.budget."""
     failures = (model, tokens)
     key = shared.key(model, system, chips, space, allow_idle, software) if shared is not None else None
     hit = shared.get(key) if shared is not None else None
@@ -387,7 +387,7 @@ def search(model: Model, system: System, chips: int, cal: Calibration, space: Se
         base, pairs, ch, _ = passing
         if keep is not None and shared is None and base is not None and (
                 len(base) * len(pairs) * ch.per_schedule_pair > STREAM_ABOVE):
-            return _streamed(model, system, cal, objective, progress, software, failures, keep, passing)
+            return _streamed(model, system, cal, objective, progress, software, failures, keep, passing, memory_budget)
         lb, rejected, considered, dtypes = _valid(model, system, chips, space, allow_idle, passing)
         entry = SharedLayouts(lb, dict(rejected), considered, dtypes)
     else:

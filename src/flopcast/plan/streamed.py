@@ -32,6 +32,7 @@ class Kept:
     position: np.ndarray | None = None
     valid: int = 0
     fit: int = 0
+    checked: int = 0  # layouts whose memory was computed: valid, or fewer past a Pruning's budget
     broken: bool = False  # a pruned search's bound or memory proved wrong (Pruning): its answer is not to be used
 
     def add(self, lb: LayoutBatch, res: dict, score: np.ndarray, position: np.ndarray | None = None,
@@ -42,6 +43,7 @@ class Kept:
         fits = np.asarray(res["fits"], dtype=bool)
         if count:
             self.valid += lb.size
+            self.checked += lb.size
             self.fit += int(np.count_nonzero(fits))
         pick = self._pick(score, fits, np.asarray(res["memory_bytes"], dtype=float), position)
         lb, res, score, position = lb.take(pick), results.take(res, pick), score[pick], position[pick]
@@ -69,6 +71,10 @@ class Kept:
         scores = np.sort(self.score[np.asarray(self.results["fits"], dtype=bool)])
         return float(scores[self.keep - 1]) if scores.size >= self.keep else np.inf
 
+    def partial(self) -> int | None:
+        """The layouts whose memory was computed where a budget left some unchecked, else None (fit is exact)."""
+        return self.checked if self.checked < self.valid else None
+
     def outcome(self) -> tuple[LayoutBatch, dict, np.ndarray]:
         """(kept layouts, their results, the fitting ones' indices best first)."""
         fits = np.asarray(self.results["fits"], dtype=bool)
@@ -87,6 +93,9 @@ class Pruning:
     memory: Callable[[LayoutBatch], np.ndarray]
     capacity: float
     lower: Callable[[LayoutBatch, float], np.ndarray]  # (layouts, the score above which a cheaper bound will do)
+    # memory checks past which (once some layout fits) a chunk's bound is judged first and only the layouts it
+    # keeps have their memory computed: the same best layouts, but `fit` then counts only the checked ones
+    budget: int | None = None
 
 
 def best_of(pieces: Iterable[LayoutBatch], evaluate: Callable[[LayoutBatch], dict],
@@ -115,29 +124,56 @@ def best_of(pieces: Iterable[LayoutBatch], evaluate: Callable[[LayoutBatch], dic
 
 def _pruned(kept: Kept, piece: LayoutBatch, evaluate, score, pruning: Pruning, closest):
     """best_of's step for one chunk with pruning; returns the smallest footprint so far (bytes, position, layout)."""
+    if pruning.budget is not None and kept.checked >= pruning.budget and kept.fit:
+        _bound_first(kept, piece, evaluate, score, pruning)
+        return closest  # some layout fits: the smallest footprint is not needed
     nbytes = np.asarray(pruning.memory(piece), dtype=float)
     fits = nbytes <= pruning.capacity
     position = kept.valid + np.arange(piece.size)
     kept.valid += piece.size
+    kept.checked += piece.size
     kept.fit += int(np.count_nonzero(fits))
     i = _smallest(nbytes)
     if closest is None or (nbytes[i], position[i]) < closest[:2]:
         closest = (float(nbytes[i]), int(position[i]), piece.take(np.array([i])))
-    idx = np.nonzero(fits)[0]
+    idx, lower = np.nonzero(fits)[0], np.empty(0)
     if idx.size:
         above = kept.threshold() * (1 + 1e-12)
         lower = np.asarray(pruning.lower(piece.take(idx), above), dtype=float)
         chosen = lower <= above
         idx, lower = idx[chosen], lower[chosen]
-    if idx.size:
-        sub = piece.take(idx)
-        res = evaluate(sub)
-        s = np.asarray(score(res), dtype=float)
-        if (s < lower).any() or not np.asarray(res["fits"], dtype=bool).all():
-            kept.broken = True
-            return closest
-        kept.add(sub, res, s, position=position[idx], count=False)
+    _evaluate_kept(kept, piece, idx, lower, position, evaluate, score)
     return closest
+
+
+def _bound_first(kept: Kept, piece: LayoutBatch, evaluate, score, pruning: Pruning) -> None:
+    """_pruned's step past the memory budget: every layout's bound first, then the memory of only those it keeps
+    (a layout is kept where it fits and its bound is at most the threshold, in either order: the same answer)."""
+    position = kept.valid + np.arange(piece.size)
+    kept.valid += piece.size
+    above = kept.threshold() * (1 + 1e-12)
+    lower = np.asarray(pruning.lower(piece, above), dtype=float)
+    idx = np.nonzero(lower <= above)[0]
+    if idx.size:
+        fits = np.asarray(pruning.memory(piece.take(idx)), dtype=float) <= pruning.capacity
+        kept.checked += idx.size
+        kept.fit += int(np.count_nonzero(fits))
+        idx = idx[fits]
+    _evaluate_kept(kept, piece, idx, lower[idx], position, evaluate, score)
+
+
+def _evaluate_kept(kept: Kept, piece: LayoutBatch, idx, lower, position, evaluate, score) -> None:
+    """Evaluate the chunk's layouts at `idx` (fitting, bound `lower`) and keep the best; a score below its bound
+    or a layout that does not fit after all marks the outcome broken."""
+    if not idx.size:
+        return
+    sub = piece.take(idx)
+    res = evaluate(sub)
+    s = np.asarray(score(res), dtype=float)
+    if (s < lower).any() or not np.asarray(res["fits"], dtype=bool).all():
+        kept.broken = True
+        return
+    kept.add(sub, res, s, position=position[idx], count=False)
 
 
 def _smallest(nbytes: np.ndarray) -> int:
