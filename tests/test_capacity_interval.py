@@ -33,3 +33,11 @@ def test_the_json_of_serve_find_capacity_carries_the_capacity_interval(capsys):
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["capacity_qps_low"] < d["capacity_qps"] < d["capacity_qps_high"]
+
+
+def test_compare_serve_carries_the_best_deployments_capacity_interval():
+    r = api.compare("llama3-8b", "p5.48xlarge", serve=True, weights="bf16", kv_dtype="bf16")
+    p = r.to_dict()["systems"]["p5.48xlarge"]
+    assert p["capacity_qps_low"] < p["capacity_qps"] < p["capacity_qps_high"]
+    assert p["cost_per_million_output_tokens_usd_low"] < p["cost_per_million_output_tokens_usd"] \
+        < p["cost_per_million_output_tokens_usd_high"]
