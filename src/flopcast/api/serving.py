@@ -15,6 +15,7 @@ from ..cost import calibrations
 from ..cost import inference as inf
 from ..cost.inference.speculation import speculation
 from ..cost.uncertainty import serving_interval
+from ..simulate.serving.interval import RATES
 from ..errors import FlopcastError
 from ..frame import Tabular
 from ..limits import check
@@ -141,6 +142,8 @@ class ServeResult(Tabular):
                     "slo_tpot_s": cfg.slo_tpot_s, "capacity_qps": self.capacity_qps,
                     "disaggregated": None if self.disaggregated is None else self.disaggregated.to_dict(),
                     "assumptions": list(self.assumptions)})
+        if self.bounds.get("capacity_qps"):
+            out["capacity_qps_low"], out["capacity_qps_high"] = self.bounds["capacity_qps"]
         return out
 
     @property
@@ -230,15 +233,43 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
         res = _bounded(lambda: S.simulate_any(target, reqs, cfg, seed=seed, budget=budget), len(reqs))
     interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
     # each end of the interval is its own run of the same requests (queues are not linear in speed)
-    b = {} if capacity is not None else _bounded(lambda: S.interval_bounds(target, reqs, cfg, interval, seed,
-                                                                           budget=budget), len(reqs))
+    if capacity is not None:
+        b, how = _capacity_ends(target, cfg, interval, requests or 400, input_tokens, output_tokens, seed, capacity,
+                                res)
+    else:
+        b = _bounded(lambda: S.interval_bounds(target, reqs, cfg, interval, seed, budget=budget), len(reqs))
+        how = ", each end simulated with the same requests"
     if interval is not None:
         notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "
-                     "leave-one-source-out errors (uncertainty.yaml)"
-                     + ("; not simulated at the capacity found" if capacity is not None else
-                        ", each end simulated with the same requests"))
+                     "leave-one-source-out errors (uncertainty.yaml)" + how)
     return ServeResult(d, cfg, res, qps, capacity, tuple(notes), requests, input_tokens, output_tokens, seed,
                        interval, b, pd)
+
+
+CAPACITY_END_WORK = S.CAPACITY_WORK // 4  # each end's capacity search (the middle one has S.CAPACITY_WORK)
+
+
+def _capacity_ends(target, cfg, interval, requests, input_tokens, output_tokens, seed, q, res) -> tuple[dict, str]:
+    """({key: (low, high)}, note): the capacity found again at each end's engine speed (queues and the TPOT target
+    are not linear in speed) and the rates at each end's capacity; ({}, why) when an end's work budget ran out."""
+    if interval is None:
+        return {}, ""
+    ends = []
+    for speed in (interval.low, interval.high):
+        budget = S.WorkBudget(CAPACITY_END_WORK)
+        c, r = S.find_capacity(target, cfg, requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
+                               seed=seed, budget=budget, speed=speed, start_qps=max(q * speed, 1e-3))
+        if budget.cut or r is None:
+            return {}, f"; unavailable at the capacity found: the search at x{speed:.2f} engine speed " + (
+                "ran out of its work budget" if budget.cut else "met the SLOs at no rate")
+        ends.append((c, r.to_dict()))
+    mid = {"capacity_qps": q, **res.to_dict()}
+    out = {}
+    for k in ("capacity_qps",) + tuple(r for r in RATES if r != "slo_attainment"):
+        vals = [e[1].get(k) if k != "capacity_qps" else e[0] for e in ends] + [mid.get(k)]
+        if all(isinstance(v, (int, float)) for v in vals):  # the point itself inside the span
+            out[k] = (min(vals), max(vals))
+    return out, ", its capacity found again at each end's engine speed"
 
 
 def _bounded(run, n: int):

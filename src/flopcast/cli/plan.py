@@ -304,6 +304,8 @@ def _print_serving(res) -> None:
     ms = lambda s: None if s is None else 1e3 * s
     rows = [("deployment", lambda p: p.label),
             ("capacity req/s" if qps is None else "offered req/s", lambda p: _num(p.qps)),
+            *([("80% capacity req/s", lambda p: "n/a" if not p.capacity_bounds else
+                f"{_num(p.capacity_bounds[0])}-{_num(p.capacity_bounds[1])}")] if qps is None else []),
             ("served req/s", lambda p: _num(p.result.throughput_requests_per_s)),
             ("output tok/s", lambda p: f"{p.result.output_tokens_per_s:,.0f}"),
             ("TTFT p90 ms", lambda p: _num(ms(p.result.ttft_s["p90"]))),

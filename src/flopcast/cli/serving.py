@@ -214,8 +214,10 @@ def _serve_rows(res, cfg, capacity, qps, b, interval) -> list[list]:
     """The figures of `flopcast serve`: the load, the requests, the throughputs, SLO attainment, the cost."""
     rows = []
     if capacity is not None:
+        span = b.get("capacity_qps")
         rows.append(["capacity at the SLOs", _num(capacity), "requests/s", f"(>= 90% of requests meet TTFT <= "
-                     f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms)"])
+                     f"{cfg.slo_ttft_s * 1e3:.0f} ms and TPOT <= {cfg.slo_tpot_s * 1e3:.0f} ms"
+                     + (f"; {interval.label}: {_num(span[0])} to {_num(span[1])})" if span else ")")])
     elif qps is not None:
         rows.append(["offered load", _num(qps), "requests/s", ""])
     rejected = f", {res.rejected} rejected (too long for KV memory)" if res.rejected else ""

@@ -28,7 +28,7 @@ CAPACITY_WORK = 10_000_000
 def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, requests: int = 400, input_tokens="512",
                   output_tokens="128", seed: int = 0, attainment: float = ATTAINMENT, iterations: int = 12,
                   max_requests: int = 50_000, start_qps: float = 0.5,
-                  span_horizons: float = SPAN_HORIZONS, budget: WorkBudget | None = None):
+                  span_horizons: float = SPAN_HORIZONS, budget: WorkBudget | None = None, speed: float = 1.0):
     """Highest Poisson QPS whose SLO attainment (TTFT and TPOT both met) is >= `attainment`, by bisection.
 
     Goodput as in DistServe (Zhong et al. 2024, OSDI, sec. 2.2). A finite run at a rate the replica cannot sustain
@@ -38,7 +38,8 @@ def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, r
     exposes a slow backlog). `start_qps`: the first rate tried (doubled while it meets the SLOs); an upper bound
     from the roofline
     (plan/deploy.py) saves the doubling. `budget`: the work the search may take (default CAPACITY_WORK units); when it
-    runs out the search stops with the highest rate verified so far and budget.cut set.
+    runs out the search stops with the highest rate verified so far and budget.cut set. `speed`: every batch
+    iteration that many times as fast (an end of the prediction interval).
     Returns (qps, result at that qps); (0, None) when no rate meets the SLOs (or none was verified in the budget)."""
     horizon = span_horizons * (config.slo_ttft_s + median_output(output_tokens, seed) * config.slo_tpot_s)
     budget = WorkBudget(CAPACITY_WORK) if budget is None else budget
@@ -50,7 +51,7 @@ def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, r
         n = int(min(max(requests, math.ceil(q * horizon)), max(requests, max_requests)))
         reqs = poisson_requests(q, np.random.default_rng(seed), n=n, input_tokens=input_tokens,
                                 output_tokens=output_tokens)
-        return simulate_any(d, reqs, config, seed=seed, cost=cost, budget=budget)
+        return simulate_any(d, reqs, config, seed=seed, cost=cost, budget=budget, speed=speed)
 
     state = {"lo": 0.0, "best": None}
     try:
