@@ -55,3 +55,6 @@ def test_compare_output_names_a_partial_count(monkeypatch, capsys):
     for k, v in systems.items():
         assert any("at least" in n and "checked for memory" in n for n in v["notes"])
         assert v["layout"] == exhaustive[k]["layout"] and v["step_time_s"] == exhaustive[k]["step_time_s"]
+        got, want = v["search"], exhaustive[k]["search"]
+        assert want["fit_exact"] and want["memory_checked"] == want["valid"] == got["valid"]
+        assert not got["fit_exact"] and got["fit"] <= want["fit"] and got["memory_checked"] < got["valid"]

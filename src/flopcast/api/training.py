@@ -251,12 +251,21 @@ class CompareResult(Tabular):
 
     def to_dict(self) -> dict:
         return {"workload": "train", "model": self.model.label, "chips": self.chips, "tokens": self.tokens,
-                "systems": {k: (v.to_dict() if not isinstance(v, str) else {"error": v})
+                "systems": {k: (_with_search(v) if not isinstance(v, str) else {"error": v})
                             for k, v in self.systems.items()}}
 
     def rows(self) -> list[dict]:
         return [{"system": k, **(flatten(v.to_dict()) if not isinstance(v, str) else {"error": v})}
                 for k, v in self.systems.items()]
+
+
+SEARCH_COUNTS = ("candidates", "valid", "fit", "fit_exact", "memory_checked")
+
+
+def _with_search(r) -> dict:
+    """A compared system's dict with its search's counts: `fit` exact, or (fit_exact false) a lower bound over the
+    `memory_checked` layouts (plan/capacity.COMPARE_MEMORY_BUDGET)."""
+    return {**r.to_dict(), "search": {k: r.search_summary[k] for k in SEARCH_COUNTS if k in r.search_summary}}
 
 
 def compare_training(model, systems: list[System], chips, *, tokens, seq_len, calibration, progress,
