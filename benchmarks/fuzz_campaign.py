@@ -56,8 +56,9 @@ MEMORY_BYTES = 2 << 30
 CPU_S = 30
 WALL_S = 300  # a run is killed here; past 30 s of wall clock but under 30 s of CPU it is `slow` (a loaded machine)
 FAILING = ("traceback", "hang", "stalled", "memory", "invalid_json", "nonsense")
-# AMD's "Infinity Fabric" (the MI300X/MI355X links the catalog names) is a product name, not a number
-NONSENSE = re.compile(r"(?<![\w.'\"/-])(nan|inf|-inf|infinity)(?![\w'\"/])(?!\s+fabric)", re.IGNORECASE)
+# AMD's "Infinity Fabric" and "Infinity Cache" (the MI300X/MI355X links and last-level cache the catalog names) are
+# product names, not numbers
+NONSENSE = re.compile(r"(?<![\w.'\"/-])(nan|inf|-inf|infinity)(?![\w'\"/])(?!\s+(?:fabric|cache))", re.IGNORECASE)
 NON_NEGATIVE = re.compile(r"(_s|_ms|_days|_hours|_usd|_kwh|_gib|_bytes|tokens_per_s\w*|_joules?)$")
 
 

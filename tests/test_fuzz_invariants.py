@@ -88,3 +88,16 @@ def test_a_faster_chip_that_is_slower_is_nonsense(tmp_path):
     assert pairs.verdict(argv, out(1.0, 2.0))[0] == "nonsense"
     assert pairs.verdict(argv, "error" + pairs.SEPARATOR + "{}") is None  # a refusal is classified as any run's
     assert pairs._scaled("3.35 TB/s", 2) == "6.7 TB/s"
+
+
+def test_the_nonsense_detector_passes_amds_product_names_and_catches_numbers():
+    """'Infinity Fabric' and 'Infinity Cache' (the catalog's MI300X/MI355X notes) are names, not a printed infinity."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    campaign = importlib.import_module("fuzz_campaign")
+    assert not campaign.NONSENSE.search("sram unknown  Infinity Cache size not confirmed")
+    assert not campaign.NONSENSE.search("links: Infinity Fabric")
+    assert campaign.NONSENSE.search("step time inf s") and campaign.NONSENSE.search("MFU nan%")
