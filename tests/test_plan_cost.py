@@ -121,3 +121,20 @@ def test_one_default_token_budget_everywhere(capsys):
         got[cmd[0]] = d.get("tokens") or (d.get("train") or {}).get("tokens")
     assert got == {"train": want, "compare": want, "reliability": want}
     assert api.args.tokens("chinchilla", api.resolve_model("llama2-7b")) == want
+
+
+def test_budget_prices_no_run_that_never_finishes(monkeypatch):
+    """A size whose run never finishes (faults faster than restarts) has no cost: within no budget, never compared
+    with one (a fuzzed system file gave `TypeError: '<=' between NoneType and float`)."""
+    real = economics.bill
+
+    def bill(chips, instances, ideal_s, expected_s, rates):
+        b = real(chips, instances, ideal_s, expected_s, rates)
+        return b if instances == 1 else economics.Bill(None, {}, None, {}, rates)
+
+    monkeypatch.setattr(economics, "bill", bill)
+    p = api.plan("llama2-7b", "p5.48xlarge", tokens="20B", budget="1M")
+    assert p.outcome.chosen.nodes == 1 and p.outcome.chosen.cost_usd is not None
+    monkeypatch.setattr(economics, "bill", lambda c, i, a, e, rates: economics.Bill(None, {}, None, {}, rates))
+    with pytest.raises(Exception, match="finishes training"):
+        api.plan("llama2-7b", "p5.48xlarge", tokens="20B", budget="1M")

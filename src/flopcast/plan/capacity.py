@@ -292,7 +292,8 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
     if not budget_usd or budget_usd <= 0:
         raise FlopcastError(f"`budget` must be positive, got {budget_usd}")
     size = _Sizer(model, system, tokens, cal, space, progress, rates, max_global_batch, mapper)
-    within = lambda n: size(n).result is not None and size(n).cost_usd <= budget_usd
+    # a run that never finishes (faults faster than restarts: reliability) has no cost and is within no budget
+    within = lambda n: size(n).result is not None and size(n).cost_usd is not None and size(n).cost_usd <= budget_usd
     # cost grows with cluster size (efficiency falls): largest size within budget by exponential + bisection
     lo, hi, n = None, None, 1
     while True:
@@ -305,7 +306,11 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
             break
         n = min(2 * n, size.max_nodes)
     if lo is None:
-        cheap = [p for p in size.points() if p.result is not None]
+        cheap = [p for p in size.points() if p.result is not None and p.cost_usd is not None]
+        if not cheap and any(p.result is not None for p in size.points()):
+            raise FlopcastError(f"no {system.id} cluster up to {system.max_chips:,} chips finishes training "
+                                f"{model.label}: faults come faster than restarts at every size searched (see "
+                                "`flopcast reliability`); `budget` has nothing to price")
         if not cheap:
             raise FlopcastError(f"{model.label} fits on no cluster of {system.id} up to {system.max_chips} chips")
         c = min(cheap, key=lambda p: p.cost_usd)
@@ -313,7 +318,7 @@ def plan_budget(model: Model, system: System, tokens: float, budget_usd: float, 
                             f"${budget_usd:,.0f}; the cheapest searched ({c.chips:,} chips) costs ${c.cost_usd:,.0f}")
     if hi is not None:
         lo, hi = _bisect(lo, hi, within)
-    ok = [p for p in size.points() if p.result is not None and p.cost_usd <= budget_usd]
+    ok = [p for p in size.points() if p.result is not None and p.cost_usd is not None and p.cost_usd <= budget_usd]
     return _finish("budget", size, ok, budget_usd, lambda p: (p.expected_s, p.nodes))
 
 
