@@ -16,6 +16,18 @@ def _cases(rows=("d-2", "14", "d-25")):
     return [c for c in cases if c.run_id in rows]
 
 
+def _count_passes(monkeypatch) -> list:
+    """A list that grows by one entry (its column count) at each pass of the fit over the rows."""
+    passes = []
+    real = cb._log_ratio_columns
+
+    def counted(*a):
+        passes.append(a[3].shape[1])
+        return real(*a)
+    monkeypatch.setattr(cb, "_log_ratio_columns", counted)
+    return passes
+
+
 def test_a_small_stated_search_is_exhaustive_with_the_bounded_search_s_layout(monkeypatch):
     cal = catalog.calibration()
     cases = _cases()
@@ -45,13 +57,7 @@ def test_the_fit_runs_in_one_process_on_two_cpus(monkeypatch):
 
 def test_the_fit_speculates_with_the_same_answer(monkeypatch):
     cases = _cases(("d-2", "14", "d-9", "d-38", "66"))  # rows whose fit rejects steps: speculation has some to save
-    passes = []
-    real = cb._log_ratio_columns
-
-    def counted(*a):
-        passes.append(a[3].shape[1])
-        return real(*a)
-    monkeypatch.setattr(cb, "_log_ratio_columns", counted)
+    passes = _count_passes(monkeypatch)
     fast = cb.fit(cases, rounds=1, workers=1)
     n_fast = len(passes)
     monkeypatch.setattr(cb, "SPECULATE", 1)
@@ -67,13 +73,7 @@ def test_the_cross_validation_folds_speculate_in_one_process_on_two_cpus(monkeyp
     assert len({c.source for c in cases}) == 4
     monkeypatch.setattr(executors, "default_workers", lambda: 2)
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)  # a pool would fail here
-    passes = []
-    real = cb._log_ratio_columns
-
-    def counted(*a):
-        passes.append(a[3].shape[1])
-        return real(*a)
-    monkeypatch.setattr(cb, "_log_ratio_columns", counted)
+    passes = _count_passes(monkeypatch)
 
     def folds():
         return {s: (cb.calibration_dict(cal, {}), info) for s, (cal, info) in cb.fold_fits(cases).items()}

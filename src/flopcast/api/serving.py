@@ -14,7 +14,6 @@ from .. import catalog
 from ..cost import calibrations
 from ..cost import inference as inf
 from ..cost.inference.speculation import speculation
-from ..cost.uncertainty import serving_interval
 from ..simulate.serving.interval import RATES
 from ..errors import FlopcastError
 from ..frame import Tabular
@@ -231,7 +230,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
         reqs = _requests(qps, requests, duration, trace, input_tokens, output_tokens, seed, notes)
         budget = S.WorkBudget(S.RUN_WORK)  # the run and both ends of its interval together
         res = _bounded(lambda: S.simulate_any(target, reqs, cfg, seed=seed, budget=budget), len(reqs))
-    interval = serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    interval = inf.deployment_interval(d)
     # each end of the interval is its own run of the same requests (queues are not linear in speed)
     if capacity is not None:
         b, how = _capacity_ends(target, cfg, interval, requests or 400, input_tokens, output_tokens, seed, capacity,

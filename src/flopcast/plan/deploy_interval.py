@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..cost import inference as inf
-from ..cost.uncertainty import serving_interval
 from ..simulate import serving as S
 from ..simulate.serving.budget import WorkBudget
 
@@ -25,7 +24,7 @@ KEYS = ("replica_capacity_qps", "qps", "cost_per_million_output_tokens_usd", "ch
 def interval_of(p):
     """The serving interval (cost.uncertainty.Interval) of a deployment point's kind, or None without one."""
     d = p.deployment.decode if isinstance(p.deployment, S.Disaggregated) else p.deployment
-    return serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    return inf.deployment_interval(d)
 
 
 def ends(system, p, workload, config, qps, requests: int, seed: int, interval, costs, capacity,
@@ -46,7 +45,7 @@ def ends(system, p, workload, config, qps, requests: int, seed: int, interval, c
         if budget.cut:
             return {}, "unavailable: the work budget of the interval's capacity runs was spent"
         if res is None or q <= 0:
-            return {}, f"unavailable: at the slow end (x{speed:.2f}) no rate meets the SLOs"
+            return {}, f"unavailable: at x{speed:.2f} engine speed no rate meets the SLOs"
         per_req = res.output_tokens_per_s / max(res.throughput_requests_per_s, 1e-12)
         instances, served, usd, ch = costs(p.candidate, q, per_req, qps)
         points.append({"replica_capacity_qps": q, "qps": served, "cost_per_million_output_tokens_usd": usd,

@@ -195,9 +195,8 @@ def serve_report(d, config, *, rates, requests: int, input_tokens="512", output_
 def _serving_interval(d):
     """The prediction interval of a serving forecast of deployment d (cost/uncertainty.py), or None."""
     from ..cost import inference as inf
-    from ..cost.uncertainty import serving_interval
 
-    return serving_interval(d.system.chip.id, d.family, inf.calibration_hardware(), bool(d.model.moe))
+    return inf.deployment_interval(d)
 
 
 def deploy_report(res, title: str | None = None) -> Report:

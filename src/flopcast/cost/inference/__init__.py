@@ -32,7 +32,7 @@ from .formats import (
     kv_element_bytes, weight_bytes, weight_format,
 )
 from .replica import NEURON_LOGICAL_CORES, Deployment, calibration_basis, compute_peak, deployment
-from .request import InferenceResult, graviton4_assumptions, predict, thread_sweep
+from .request import InferenceResult, deployment_interval, graviton4_assumptions, predict, thread_sweep
 from .roofline import decode_time, decode_window, prefill_time, step_time
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "EngineEfficiency", "InferenceResult", "WeightFormat", "calibration_basis", "calibration_hardware",
     "compute_peak", "cpu_bandwidth", "decode_time", "decode_window", "deployment", "effective_context",
     "engine_family", "family_efficiency", "graviton4_assumptions", "hardware_fractions", "instance_bandwidth",
-    "kv_bytes_per_token",
-    "kv_capacity_tokens", "kv_element_bytes", "load_inference_calibration", "max_batch", "memory", "predict",
+    "kv_bytes_per_token", "deployment_interval", "kv_capacity_tokens", "kv_element_bytes",
+    "load_inference_calibration", "max_batch", "memory", "predict",
     "prefill_time", "reserve_bytes", "step_time", "thread_sweep", "weight_bytes", "weight_format", "with_basis",
 ]

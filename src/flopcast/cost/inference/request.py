@@ -106,8 +106,14 @@ def predict(d: Deployment, batch: int, input_tokens: int, output_tokens: int,
         1.0 / tpot, total, batch * max(input_tokens, 1) / t_pre, mem, cap, fits,
         max_batch(d, input_tokens + output_tokens, cached), cost,
         {k: float(v) for k, v in dec_parts.items()}, {k: float(v) for k, v in pre_parts.items()}, tuple(notes),
-        serving_interval(d.system.chip.id, d.family,
-                         calibration_hardware() if fitted_hardware is None else fitted_hardware, bool(d.model.moe)))
+        deployment_interval(d, fitted_hardware))
+
+
+def deployment_interval(d: Deployment, fitted_hardware: dict | None = None) -> Interval | None:
+    """The prediction interval of a serving forecast of deployment `d` (cost/uncertainty.py): its kind from the chip,
+    the engine family and the families' fitted hardware (`fitted_hardware`, default the shipped calibration's)."""
+    hw = calibration_hardware() if fitted_hardware is None else fitted_hardware
+    return serving_interval(d.system.chip.id, d.family, hw, bool(d.model.moe))
 
 
 def thread_sweep(d: Deployment, threads, context: float = 64.0):
