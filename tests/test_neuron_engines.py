@@ -1,6 +1,7 @@
 """NeuronCore-v2 serving engines by software stack, and a static batch on the shapes an engine compiled."""
 
 import csv
+from dataclasses import replace
 
 import pytest
 
@@ -53,3 +54,39 @@ def test_a_static_batch_on_compiled_shapes_encodes_each_prompt_padded_alone():
     # without the compiled shapes the row is the roofline's batch of fixed shape: the prompts unpadded
     assert vb.static_batch(d, {**row, "context_buckets": ""}, b, i, o) is None
     assert vi.predict_row({**row, "context_buckets": ""})[0]["ttft_ms"] < figures["ttft_ms"] / 2
+
+
+def test_a_serving_fit_draws_a_family_towards_the_hardware_share_its_kind_reaches():
+    """fit_prior: partial pooling of the hardware fractions within a kind. A kin engine reaching 0.3 of compute on
+    chips whose known fraction is 0.6 reaches half of its hardware; on chips of fraction 1.0 the prior is then 0.5.
+    Software costs keep PRIORS, and a family whose kind has nothing fitted (or another kind) keeps PRIORS whole."""
+    kin = replace(inf.PRIORS["neuronx"], compute=0.3, memory=0.4, compute_basis=0.6, memory_basis=0.8)
+    prior = inf.fit_prior({"neuronx": kin}, "neuronx-v3", (1.0, 0.92))
+    assert prior.compute == pytest.approx(0.5) and prior.memory == pytest.approx(0.46)
+    assert prior.layer_overhead_s == inf.PRIORS["neuronx-v3"].layer_overhead_s
+    assert inf.fit_prior({}, "neuronx-v3", (1.0, 0.92)) == inf.PRIORS["neuronx-v3"]
+    assert inf.fit_prior({"neuronx": kin}, "gpu", (0.7, 0.7)) == inf.PRIORS["gpu"]
+    assert inf.fit_prior({"neuronx": replace(kin, compute=0.9)}, "neuronx-v3", (1.0, 0.92)).compute == 1.0  # capped
+
+
+def test_the_serving_fit_anchors_each_kind_on_its_best_measured_family(monkeypatch):
+    """fit_families fits the family with the most rows first (towards PRIORS) and the others of its kind towards
+    what it reached: the prior each _fit_family call receives says so."""
+    seen = {}
+
+    def fake(fam, mine, start=None, memo=None, prior=None):
+        seen[fam] = prior
+        return replace(prior, compute=0.25 if fam == "neuronx" else prior.compute)
+
+    monkeypatch.setattr(vi, "_fit_family", fake)
+    rows = vi._fit_rows("inference")
+    table = vi.fit_families(rows)
+    counts = {}
+    for r in rows:
+        d = vi.configure(r, {})[0]
+        counts[d.family] = counts.get(d.family, 0) + 1
+    assert max(counts, key=counts.get) == "neuronx" and seen["neuronx"] == inf.PRIORS["neuronx"]
+    share = 0.25 / table["neuronx"].compute_basis
+    v3 = table["neuronx-v3"]
+    assert seen["neuronx-v3"].compute == pytest.approx(min(1.0, share * v3.compute_basis))
+    assert seen["gpu"] == inf.PRIORS["gpu"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -298,7 +298,11 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: FitCache | None =
     cache: the fits and row predictions shared by the folds of a cross-validation (validate/fitmemo.py), so a family
     whose rows a fold leaves unchanged is not fitted again and a row is not predicted twice at the values it reads;
     start: family -> EngineEfficiency to start from (the full fit, for the folds); the objective, and so the
-    optimum, is the same from any start."""
+    optimum, is the same from any start.
+
+    Families are fitted in turn, the one with the most rows first (ties by name); each is regularised towards
+    inf.fit_prior given those fitted before it: the hardware fractions its kind's engines reach of their chips,
+    on its own chips, so the best-measured family of a kind anchors the others."""
     cache = FitCache() if cache is None else cache
     table = {}
     mine_of: dict[str, list] = {}
@@ -306,17 +310,17 @@ def fit_families(rows, families=inf.ENGINE_FAMILIES, *, cache: FitCache | None =
         d = cache.deployment(row, configure)
         if d is not None:
             mine_of.setdefault(d.family, []).append(row)
-    for fam in families:
-        mine = mine_of.get(fam)
-        if not mine:
-            continue
-        key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine))
+    for fam in sorted((f for f in families if mine_of.get(f)), key=lambda f: (-len(mine_of[f]), f)):
+        mine = mine_of[fam]
+        chips = {d.system.chip.id: d.system.chip for d in (cache.deployment(r, configure) for r in mine)}
+        basis = inf.with_basis(inf.PRIORS[fam], chips.values(), catalog.calibration())
+        prior = inf.fit_prior(table, fam, (basis.compute_basis, basis.memory_basis))
+        key = (fam, tuple(f"{r['source']}/{r['run_id']}" for r in mine), prior)
         if key not in cache.fits:
-            fit = _fit_family(fam, mine, (start or {}).get(fam), cache.rows)
-            chips = {d.system.chip.id: d.system.chip for d in (cache.deployment(r, configure) for r in mine)}
-            cache.fits[key] = inf.with_basis(fit, chips.values(), catalog.calibration())
+            fit = _fit_family(fam, mine, (start or {}).get(fam), cache.rows, prior)
+            cache.fits[key] = replace(fit, compute_basis=basis.compute_basis, memory_basis=basis.memory_basis)
         table[fam] = cache.fits[key]
-    return table
+    return {f: table[f] for f in families if f in table}
 
 
 MISSED_FIGURE = math.log(10.0)  # log error of a figure the simulated benchmark did not produce
@@ -329,11 +333,12 @@ def _compare_family(fam: str, mine: list, eff, memo: RowMemo) -> list[dict]:
     return [r for row in mine for r in memo.compare(fam, row, eff, _compare)]
 
 
-def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None) -> inf.EngineEfficiency:
-    """One engine family's efficiencies on its rows, regularised towards its prior."""
+def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None,
+                prior: inf.EngineEfficiency | None = None) -> inf.EngineEfficiency:
+    """One engine family's efficiencies on its rows, regularised towards `prior` (default inf.PRIORS[fam])."""
     from scipy.optimize import least_squares
 
-    prior = inf.PRIORS[fam]
+    prior = inf.PRIORS[fam] if prior is None else prior
     names = _free_names(fam, mine)
     x0 = np.log([_prior(fam, prior, n) for n in names])
     lo = np.log([_FREE[n.split("@")[0]][0] for n in names])
@@ -427,7 +432,9 @@ def fit_inference(path, out_path=CAL_PATH, *, cache: FitCache | None = None,
             "data": data_name(path), "rows": len(rows), "fitted": datetime.date.today().isoformat(),
             "method": f"scipy.optimize.least_squares (soft-L1 loss, f_scale {ROBUST_SCALE}) on "
                       f"log(predicted/measured) of every measured figure, "
-                      f"per engine family, regularised towards the priors in cost/inference.py (weight {PRIOR_WEIGHT})",
+                      f"per engine family, most rows first, regularised (weight {PRIOR_WEIGHT}) towards "
+                      f"cost/inference/engines.fit_prior: the hardware fractions the families of its kind fitted "
+                      f"before it reach of their chips, else the priors there",
             "robust_scale": ROBUST_SCALE,
             "in_sample_mape_pct": r2(summary["mape_pct"]),
             "in_sample_median_ape_pct": r2(summary["median_ape_pct"]),

@@ -24,7 +24,8 @@ from .cpu import cpu_bandwidth, instance_bandwidth
 from .engines import (
     ACCELERATOR_FAMILIES, ENGINE_FAMILIES, NEURON_DMA_CORE_BYTES_PER_S, NEURON_DMA_ENGINE_BYTES_PER_S,
     NEURON_DMA_TRANSFER_S, NEURON_SPREAD_RELEASE, PRIOR_RELEASE_RATES, PRIORS, STATIC_SHAPE_FAMILIES, EngineEfficiency,
-    calibration_hardware, engine_family, family_efficiency, hardware_fractions, load_inference_calibration, with_basis,
+    calibration_hardware, engine_family, family_efficiency, fit_prior, hardware_fractions, load_inference_calibration,
+    with_basis,
 )
 from .footprint import CPU_RESERVE_BYTES, RUNTIME_RESERVE, kv_capacity_tokens, max_batch, memory, reserve_bytes
 from .formats import (
@@ -42,7 +43,8 @@ __all__ = [
     "Q6_K_BITS", "RUNTIME_RESERVE", "STATIC_SHAPE_FAMILIES", "WEIGHT_ALIASES", "WEIGHT_FORMATS", "Deployment", "Dtype",
     "EngineEfficiency", "InferenceResult", "WeightFormat", "calibration_basis", "calibration_hardware",
     "compute_peak", "cpu_bandwidth", "decode_time", "decode_window", "deployment", "effective_context",
-    "engine_family", "family_efficiency", "graviton4_assumptions", "hardware_fractions", "instance_bandwidth",
+    "engine_family", "family_efficiency", "fit_prior", "graviton4_assumptions", "hardware_fractions",
+    "instance_bandwidth",
     "kv_bytes_per_token", "deployment_interval", "kv_capacity_tokens", "kv_element_bytes",
     "load_inference_calibration", "max_batch", "memory", "predict",
     "prefill_time", "reserve_bytes", "step_time", "thread_sweep", "weight_bytes", "weight_format", "with_basis",

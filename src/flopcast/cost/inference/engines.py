@@ -160,6 +160,28 @@ def _geomean(values) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
 
+def kin_hardware(table: dict, kin: list, own) -> dict:
+    """{compute, memory} of an engine on hardware whose known fractions are `own` (compute, memory): own x the
+    share of their chips' fractions (compute / compute_basis) that the `kin` families of `table` reach, at most 1."""
+    return {k: min(1.0, own[i] * _geomean([getattr(table[f], k) / (getattr(table[f], k + "_basis") or own[i])
+                                           for f in kin])) for i, k in enumerate(HARDWARE)}
+
+
+def fit_prior(table: dict, family: str, own) -> EngineEfficiency:
+    """The prior a serving fit regularises `family` towards (validate/inference.fit_families), given the families
+    already fitted in `table` and the hardware fractions `own` of the family's rows' chips (with_basis).
+
+    Partial pooling (Gelman et al. 2013, "Bayesian Data Analysis", 3rd ed., ch. 5): where families of the same
+    kind (KIND: the same software, on other chips) are fitted, the hardware fractions' prior is what those engines
+    reach of their chips, carried to this family's chips (kin_hardware), the rule family_efficiency applies to a
+    family with no rows at all; so a family with few rows (Trainium2's NxD Inference with one source left out) is
+    drawn towards its kin, not towards a fixed fraction of a peak that means another thing on each chip. The
+    first family of a kind, and every software cost, keep PRIORS."""
+    prior = PRIORS[family]
+    kin = [f for f in table if f != family and KIND.get(f) == KIND[family]]
+    return replace(prior, **kin_hardware(table, kin, own)) if kin else prior
+
+
 def family_efficiency(table: dict, family: str, chip, calibration=None) -> tuple[EngineEfficiency, str | None]:
     """The efficiencies of `family` from a fitted table, and a note when they are not its own.
 
@@ -181,8 +203,7 @@ def family_efficiency(table: dict, family: str, chip, calibration=None) -> tuple
 
         calibration = shipped()
     own = hardware_fractions(chip, calibration)
-    hard = {k: min(1.0, own[i] * _geomean([getattr(table[f], k) / (getattr(table[f], k + "_basis") or own[i])
-                                           for f in kin])) for i, k in enumerate(HARDWARE)}
+    hard = kin_hardware(table, kin, own)
     return replace(prior, **soft, **hard), (
         f"engine family {family} has no calibration rows: per-layer and per-request costs of {', '.join(kin)} "
         f"(fitted); compute {hard['compute']:.2f} and bandwidth {hard['memory']:.2f}: the chip's own fractions "
