@@ -67,6 +67,7 @@ EXTREMES = {
     "system": {"chips_per_node": ["1", "1000000"], "price_per_hour": ["0 USD/h", "1e7 USD/h", "0.0001 USD/h"],
                "tiers": ["[{name: a, size: 100000000, bandwidth: 1 kB/s, latency: 3600 s}]",
                          "[{name: a, size: 1, bandwidth: 1e16 B/s, latency: 0 s}]",
+                         "[{name: a, size: 8, bandwidth: 1 TB/s, mesh_below: 1e15 B}]",
                          "[" + ", ".join(f"{{name: t{i}, size: {2 ** i}, bandwidth: 1 TB/s}}" for i in range(1, 17))
                          + "]",
                          "[{name: a, size: 8, topology: torus3d, dims: [2, 2, 2], bandwidth: 1 TB/s}]"],
@@ -89,7 +90,7 @@ NESTED = {  # a valid nested value as (key, value) pairs, and the other keys its
              "v_head_dim": "128"}, []),
     "sliding_window": ({"window": "4096"}, ["every"]),
     "tiers": ({"name": "a", "size": "8", "topology": "torus2d", "dims": "[2, 4]", "bandwidth": "450 GB/s",
-               "latency": "2 us"}, ["scale_out"]),
+               "latency": "2 us"}, ["scale_out", "mesh_below"]),
     "peak_flops": ({"bf16": "667 TFLOP/s"}, ["fp8", "fp16", "int8", "nvfp4"]),
     "mamf": ({"bf16": "600 TFLOP/s"}, ["fp8"]),
 }

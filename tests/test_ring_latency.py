@@ -58,3 +58,32 @@ def test_zero3_per_tensor_gathers_make_deepspeed_2021_slower_as_dp_grows():
     (t768, c768), (t1536, c1536) = step(768, 2), step(1536, 1)
     assert c1536 > c768
     assert t1536 > 0.7 * t768  # half the compute per GPU, yet far from half the step time
+
+
+@pytest.mark.parametrize("system", ["trn1.32xlarge", "inf2.48xlarge", "trn2.48xlarge"])
+def test_neuronlink_runs_small_collectives_as_a_mesh(system):
+    """Under the tier's mesh_below (1 MB on NeuronLink, Neuron docs "Intra-node Collective Communications") an
+    all-reduce is a reduce-scatter and an all-gather of one step each, whatever the ranks: a decode step's 8 KB
+    all-reduce pays two hops on 4 chips and on 16; from 1 MB on, each phase takes the torus's or ring's steps."""
+    s, cal = catalog.system_for(system), catalog.calibration()
+    link = s.tiers[0]
+    assert link.mesh_below == 1e6
+
+    def expected(nbytes, n, rounds):
+        bw = comm.tier_bandwidth(link, cal) * float(comm._topology_factor(link, n))
+        return 2 * ((n - 1) / n * nbytes / bw + rounds * link.latency)
+
+    for n in (4, link.size):
+        assert float(comm.collective_time(Collective.ALL_REDUCE, 8192.0, n, 1, s, cal)) == pytest.approx(
+            expected(8192.0, n, 1))
+        ring = float(comm._latency_rounds(link, n))
+        assert ring >= 2
+        assert float(comm.collective_time(Collective.ALL_REDUCE, 2e6, n, 1, s, cal)) == pytest.approx(
+            expected(2e6, n, ring))
+
+
+def test_a_tier_without_mesh_keeps_its_ring_at_every_size(p5):
+    cal = catalog.calibration()
+    assert all(t.mesh_below == 0 for t in p5.tiers)
+    nvswitch = p5.tiers[0].latency
+    assert _latency(Collective.ALL_GATHER, 8, p5, cal) == pytest.approx(7 * nvswitch, rel=1e-9)

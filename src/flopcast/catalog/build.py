@@ -95,6 +95,7 @@ def _tiers(e, chips_per_node: int) -> tuple:
             name=t.name or f"tier{i}", size=t.size, topology=t.topology or Topology.SWITCH, bandwidth=t.bandwidth,
             latency=t.latency or 0.0, dims=tuple(t.dims or ()),
             scale_out=t.scale_out if t.scale_out is not None else (i > 0 and t.size > chips_per_node),
+            mesh_below=t.mesh_below or 0.0,
         ))
     if not tiers:
         # no published link: the system is modelled as one node, its chips unable to exchange data fast

@@ -187,6 +187,9 @@ class TierEntry(Strict):
     bandwidth: quantity("bandwidth", 1e3, 1e16, doc="per chip per direction; null: not published, not modelled") | None
     latency: quantity("time", 0.0, 3600.0, zero_ok=True) | None = None
     scale_out: Flag | None = None
+    mesh_below: quantity("bytes", 0.0, 1e15, zero_ok=True, doc="a buffer size such as 1 MB below which the "
+                         "fabric's runtime runs all-reduce, reduce-scatter and all-gather as a mesh (one step, "
+                         "whatever the ranks); 0 or null: no mesh") | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,8 @@ innermost first. The algorithm follows the topology: within one tier a ring
 (bandwidth term 2(g-1)/g S / B for all-reduce, Thakur et al. 2005; Patarasuk &
 Yuan 2009), across tiers the hierarchical scheme NCCL and the Neuron runtime use
 (reduce-scatter inside, all-reduce of the 1/g shard across, all-gather inside).
-Latency is (g-1) hops on rings and tori; through switches log2(g) rounds for all-reduce
+Latency is (g-1) hops on rings and tori (one step below a tier's `mesh_below`: a mesh, as the Neuron runtime
+runs small collectives); through switches log2(g) rounds for all-reduce
 (NCCL's double binary tree, Sanders et al. 2009) but n-1 ring steps for all-gather and reduce-scatter,
 which NCCL runs only as rings (NCCL docs, "Collective Operations"; Thakur et al. 2005): one ring over all
 n ranks, each step paying the latency of the tier it crosses.
@@ -110,6 +111,11 @@ def collective_time(kind: Collective, nbytes, n, stride, system: System, calibra
             # latency (NCCL's ring model, src/graph/tuning.cc: (nsteps - nInterSteps) x intraLat + nInterSteps
             # x interLat), so a ring across nodes takes n - 1 steps, not the sum of per-tier rings' g - 1
             rounds = n / prev - n / mem
+        if tier.mesh_below > 0:
+            # below the tier's mesh threshold every rank writes its chunks straight to every other: one step
+            # whatever the ranks (Neuron docs, "Intra-node Collective Communications": Mesh, O(1) latency, the
+            # runtime's choice under 1 MB; Ring O(N) "fallback only"); the bytes still cross the same links
+            rounds = np.where(size < tier.mesh_below, 1.0, rounds)
         step = factor * ((g - 1.0) / g * size / bw + rounds * tier.latency)
         total = total + np.where(g > 1.0, step, 0.0)
         prev = mem

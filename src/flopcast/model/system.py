@@ -74,6 +74,9 @@ class Tier:
     latency: float  # seconds, per hop / per message
     dims: tuple[int, ...] = ()
     scale_out: bool = False  # a network between nodes (EFA, InfiniBand, RoCE, DCN)
+    # bytes: a collective whose buffer is smaller runs as a mesh, every rank writing straight to every other, one step
+    # whatever the ranks (cost/comm.collective_time); 0: rings and trees at every size
+    mesh_below: float = 0.0
 
 
 @dataclass(frozen=True)
