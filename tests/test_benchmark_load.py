@@ -118,6 +118,20 @@ def test_load_columns_read():
     assert rate.rate_per_s == 2.5 and rate.duration_s == 10
 
 
+def test_a_guidellm_row_without_load_columns_runs_as_the_serving_readme_states():
+    """The shared more_inference_runs.csv states no load columns; its README says a guidellm row of batch 1 is a
+    synchronous run and a larger batch a throughput run keeping the server's compiled batch in flight."""
+    engine = {"engine": "vLLM + optimum-neuron, guidellm 0.1.0"}
+    sync, notes = vb.load_of(engine, 1)
+    assert (sync.load, sync.clients, sync.server_batch) == (vb.Load.SYNCHRONOUS, 1, 0)
+    assert any("guidellm synchronous run" in n for n in notes)
+    full, notes = vb.load_of(engine, 32)
+    assert (full.load, full.clients, full.server_batch) == (vb.Load.THROUGHPUT, 32, 32)
+    assert vb.load_of({"engine": "TGI", "load_tool": "guidellm"}, 4)[0].load == vb.Load.THROUGHPUT
+    assert vb.load_of({"engine": "transformers-neuronx"}, 8) == (None, [])  # no tool named: one static batch
+    assert vb.load_of({**engine, "load": "batch"}, 8) == (None, [])  # a stated load wins
+
+
 def test_more_inference_runs_every_row_simulated_as_it_ran():
     res = validate_inference("more_inference_runs")
     ok = [r for r in res["rows"] if r["status"] == "ok"]

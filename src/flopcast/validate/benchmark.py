@@ -124,12 +124,22 @@ def context_buckets(row) -> tuple:
 
 
 def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
-    """The row's benchmark load, or None for a static batch (load blank or `batch`); with the notes it assumed."""
+    """The row's benchmark load, or None for a static batch (load blank or `batch`); with the notes it assumed.
+
+    A blank load whose row names guidellm (its load_tool or engine cell) is read as the serving files' README states
+    a guidellm row without load columns (validation/README.md, "more_inference_runs.csv"): batch 1 a synchronous
+    run, a larger batch a throughput run keeping the server's compiled batch (`batch`) of requests in flight."""
     load = _choice(Load, row, "load", Load.BATCH)
-    if load == Load.BATCH:
-        return None, []
     notes = []
     server = _number(row, "server_batch") or 0
+    if not _cell(row, "load") and "guidellm" in (_cell(row, "load_tool") + " " + _cell(row, "engine")).lower():
+        load = Load.SYNCHRONOUS if batch <= 1 else Load.THROUGHPUT
+        server = server or (batch if load == Load.THROUGHPUT else 0)
+        notes.append(f"load blank, the row names guidellm: a guidellm {load.value} run (batch {batch}"
+                     + (f", the server's compiled batch {server}" if load == Load.THROUGHPUT else "")
+                     + "; the serving files' README), simulated as it ran")
+    if load == Load.BATCH:
+        return None, []
     stated_clients = clients = _number(row, "concurrency") or 0
     rate = _number(row, "request_rate_per_s") or 0.0
     if load == Load.SYNCHRONOUS:
