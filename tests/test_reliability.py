@@ -178,3 +178,35 @@ def test_goodput_for_a_train_result_and_the_cli():
     bad = CliRunner().invoke(group, ["reliability", "gpt-300b", "--chips", "1024", "--tokens", "6T", "--spares", "-2",
                                      "--tp", "4", "--pp", "16"])
     assert isinstance(bad.exception, FlopcastError)
+
+
+def test_the_poisson_tail_of_many_spares_is_not_a_sum_of_every_term(monkeypatch):
+    """Fuzz seed 2701 (case 5540, `--spares 1000000`): the closed form's wait for a spare summed P(Poisson(mu) <= S)
+    over all S + 1 terms (a Python lgamma each, an array of S per cluster size: --spares 1e7 took 20 s of CPU and
+    80 MB a size). Past stats.EXACT_TERMS only the terms a double can hold are summed, the same tail to 1e-7."""
+    import math
+
+    from scipy.stats import poisson
+
+    from flopcast.cost import stats
+
+    calls = []
+    lgamma = math.lgamma
+    monkeypatch.setattr(stats.math, "lgamma", lambda v: calls.append(v) or lgamma(v))
+    k = 10**7
+    mu = k + np.array([-6.0, -1.0, 0.0, 1.0, 6.0]) * math.sqrt(k)
+    got = stats.poisson_cdf(k, np.concatenate([mu, [5.0, 2e7, 0.0]]))
+    assert len(calls) <= len(mu)  # one anchor per mean near k, none for a mean far from it
+    np.testing.assert_allclose(got[:5], poisson.cdf(k, mu), rtol=1e-7)
+    assert list(got[5:]) == [1.0, 0.0, 1.0]
+    small = stats.EXACT_TERMS + 1  # the windowed sum meets the sum of every term where they hand over
+    np.testing.assert_allclose(stats.poisson_cdf(small, small + np.arange(-300.0, 301, 50)),
+                               poisson.cdf(small, small + np.arange(-300.0, 301, 50)), rtol=1e-9)
+
+
+def test_the_closed_form_with_ten_million_spares_has_no_wait(capsys):
+    from flopcast.cost.reliability import spare_wait
+
+    wait = spare_wait(np.array([1e-3, 1.0, 1e4]), 3 * DAY, 10**7)  # mu 259, 259,200 and 2.6e9 failures in a repair
+    assert wait[0] == 0.0 and wait[1] == 0.0 and wait[2] > 0
+    assert wait[2] == pytest.approx(3 * DAY - 10**7 / 1e4, rel=1e-6)  # almost every failure waits: r - S / rate
