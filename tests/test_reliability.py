@@ -210,3 +210,30 @@ def test_the_closed_form_with_ten_million_spares_has_no_wait(capsys):
     wait = spare_wait(np.array([1e-3, 1.0, 1e4]), 3 * DAY, 10**7)  # mu 259, 259,200 and 2.6e9 failures in a repair
     assert wait[0] == 0.0 and wait[1] == 0.0 and wait[2] > 0
     assert wait[2] == pytest.approx(3 * DAY - 10**7 / 1e4, rel=1e-6)  # almost every failure waits: r - S / rate
+
+
+def test_the_spares_ring_grows_as_failures_come_and_agrees_with_the_engine():
+    """More failures a trial than the ring's first columns (simulate.reliability.HIST_CHUNK) and more than the spares,
+    so the ring grows, then wraps: the vectorized path agrees with the engine's list of every failure."""
+    from flopcast.simulate import reliability as sr
+
+    a = GoodputAssumptions(spares=100, repair_s=20 * DAY, **STORE)
+    args = (30 * DAY, 16384, 405e9 * 14, a)
+    vec, eng = simulate(*args, trials=6, seed=4), simulate_engine(*args, trials=6, seed=4)
+    assert vec.failures.min() > 100 > sr.HIST_CHUNK and vec.breakdown_s["repair_wait"].min() > 0  # the ring wrapped
+    np.testing.assert_allclose(eng.wall_s, vec.wall_s, rtol=1e-12)
+    np.testing.assert_array_equal(eng.failures, vec.failures)
+
+
+def test_many_spares_are_not_a_ring_of_that_many_failure_times_up_front():
+    """Fuzz seed 2701, case 5540: `reliability --spares 1000000` allocated a (trials x spares) array of failure
+    times before the first failure (8 GB for 1,000 trials): a MemoryError under the campaign's 2 GiB. A trial sees a
+    few failures, so the ring grows as they come; with more spares than failures it is the unlimited-spares run."""
+    from tests.fuzz.harness import memory_cap
+
+    args = (10 * DAY, 1000, 1e12)
+    with memory_cap(["reliability", "--spares", "10000000"]):
+        many = simulate(*args, GoodputAssumptions(spares=10**7), trials=1000, seed=5)
+    unlimited = simulate(*args, GoodputAssumptions(spares=None), trials=1000, seed=5)
+    np.testing.assert_array_equal(many.wall_s, unlimited.wall_s)
+    assert many.failures.sum() > 0
