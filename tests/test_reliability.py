@@ -237,3 +237,17 @@ def test_many_spares_are_not_a_ring_of_that_many_failure_times_up_front():
     unlimited = simulate(*args, GoodputAssumptions(spares=None), trials=1000, seed=5)
     np.testing.assert_array_equal(many.wall_s, unlimited.wall_s)
     assert many.failures.sum() > 0
+
+
+def test_trials_are_at_most_what_sets_up_in_a_few_seconds(capsys):
+    """`reliability --trials 1000000` set up a million random streams (one a trial, so that a trial's outcome does not
+    depend on how many run): 30 s of CPU and 2.5 GB of peak memory before the first event. At most 10^5 now."""
+    from flopcast.cli import main
+    from flopcast.simulate import reliability as sr
+
+    assert sr.MAX_TRIALS == 100_000
+    with pytest.raises(FlopcastError, match="trials must be a whole number from 1 to 100,000"):
+        simulate(DAY, 1024, 1e12, trials=100_001)
+    assert main(["reliability", "llama3-8b", "-H", "p5.48xlarge", "-n", "1024", "--trials", "1000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --trials '1000000' is out of range; valid: a whole number from 1 to 100,000", err

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..cost.reliability import FailureLaw, GoodputAssumptions, Plan, expected_time, plan
 from ..errors import FlopcastError
+from ..limits import LIMITS
 from ..units import HOUR, fmt_duration
 from .events import Engine
 
@@ -43,7 +44,7 @@ MAX_EVENTS = 20_000_000
 # and a step handles one event of every unfinished trial, 0.1-0.5 ms whatever their number, so the events of one
 # trial (its interruptions) are capped too: ~10 s at most (1 trial of 116,000 events took 31 s; fuzz seed 701)
 MAX_STEPS = 30_000
-MAX_TRIALS = 1_000_000
+MAX_TRIALS = int(LIMITS["trials"].high)  # the command line's bound (limits.py): set-up cost and memory per trial
 HIST_CHUNK = 64  # the spares' ring of failure times starts this long a trial and doubles as a trial's failures need
 PARTS = ("stragglers", "checkpoint", "lost_work", "detection", "repair_wait", "restart", "planned")
 
