@@ -296,3 +296,20 @@ def test_a_memory_file_with_an_unknown_column_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'measured_ass' is not a column of the memory schema" in err, err
     assert main(["validate", "validation/memory_runs.csv"]) == 0
+
+
+def test_a_serving_figure_lies_within_its_interval_where_latency_is_not_monotone_in_speed(capsys):
+    """Fuzz seed 2701, case 10531: llama2-13b on graviton3 at 0.5 req/s is overloaded, and its TPOT median is not
+    monotone in the engine's speed (1.82 s at the slow end, 1.97 s at the predicted speed, 1.18 s at the fast end),
+    so the interval of the two ends' runs left out the figure. The interval now spans the central run too."""
+    from flopcast.simulate.serving.interval import LATENCIES, PERCENTILES, RATES
+
+    assert main(["serve", "llama2-13b", "--qps", "0.5", "-H", "graviton3", "--json", "--requests", "50"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    for k in LATENCIES:
+        for p in PERCENTILES:
+            assert d[f"{k}_low"][p] <= d[k][p] <= d[f"{k}_high"][p], (k, p, d[f"{k}_low"], d[k], d[f"{k}_high"])
+    for k in RATES:
+        if d.get(f"{k}_low") is not None:
+            assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"], (k, d[f"{k}_low"], d[k], d[f"{k}_high"])
+    assert d["tpot_s_low"]["p50"] < d["tpot_s"]["p50"] == d["tpot_s_high"]["p50"]  # the case itself: the centre
