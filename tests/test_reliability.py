@@ -204,6 +204,23 @@ def test_the_poisson_tail_of_many_spares_is_not_a_sum_of_every_term(monkeypatch)
                                poisson.cdf(small, small + np.arange(-300.0, 301, 50)), rtol=1e-9)
 
 
+def test_a_run_that_never_finishes_with_ten_million_spares_says_so(capsys):
+    """The windowed Poisson sum met the rate of a run that never finishes (nan) and raised ValueError: now nan, as the
+    sum of every term gave, so the run is reported as never finishing."""
+    import math
+
+    from flopcast.cli import main
+    from flopcast.cost import stats
+
+    big = stats.EXACT_TERMS + 1
+    assert [math.isnan(v) for v in stats.poisson_cdf(big, np.array([np.nan, np.inf, 5.0]))] == [True, True, False]
+    argv = ["reliability", "llama3-8b", "-H", "trn2.48xlarge", "-n", "100000", "--mtbf-chip-hours", "10", "--trials",
+            "10"]
+    for spares in ("10000", "10000000"):
+        assert main(argv + ["--spares", spares]) == 0
+        assert "never finishes" in capsys.readouterr().out
+
+
 def test_the_closed_form_with_ten_million_spares_has_no_wait(capsys):
     from flopcast.cost.reliability import spare_wait
 

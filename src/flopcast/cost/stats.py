@@ -65,7 +65,9 @@ def _poisson_cdf_window(k: int, mu: np.ndarray) -> np.ndarray:
     for i, m in enumerate(mu.flat):
         m = max(float(m), 0.0)
         w = _SDS * math.sqrt(m) + _SLACK
-        if k >= m + w:
+        if not math.isfinite(m):  # a rate of a run that never finishes: nan, as the sum of every term gives
+            out.flat[i] = math.nan
+        elif k >= m + w:
             out.flat[i] = 1.0
         elif k < m - w:
             out.flat[i] = 0.0
