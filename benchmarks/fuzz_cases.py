@@ -62,7 +62,7 @@ NAMED = {  # option -> values (valid and hostile); options not named here get a 
     "--price": FLOATS, "--power": FLOATS, "--pue": FLOATS + ["0.5", "100"],
     "--mtbf-chip-hours": REALS + ["10", "2000", "50000", "1e9"], "--cv": REALS, "--restart-minutes": REALS,
     "--checkpoint-write-gbps": REALS, "--checkpoint-load-gbps": REALS, "--top": ["1", "5", "1e6", "0", "1e20", "x"],
-    "--trials": ["1", "2", "20", "0", "-1", "1e20", "x", "1000", "1e6"],
+    "--trials": ["1", "2", "20", "0", "-1", "1e20", "x", "1000", "1e6", "100000", "100001"],
     "--requests": ["1", "10", "50", "0", "-1", "1e30", "9223372036854775808", "x", "200", "1e7", "250000", "250001",
                    "100000", "2000"],
     "--sweep-chips": ["8,16", "0,8", "x", "8," * 70, "1e30", "16", "1024,8192", ",", "100000000"],

@@ -98,11 +98,11 @@ def hf_config(rng: random.Random, folder: Path) -> Path:
 # ---- CSV columns the shipped files leave out ---------------------------------------------------------------------
 
 def schemas() -> dict:
-    """kind -> the row schema the file is read with (training and serving validate rows, serve --trace)."""
+    """kind -> the row schema the file is read with (training, serving and memory validate rows, serve --trace)."""
     from flopcast.simulate.serving import requests
-    from flopcast.validate import inference, rows
+    from flopcast.validate import inference, memory, rows
 
-    return {"training": rows.TRAINING, "serving": inference.SERVING, "trace": requests.TRACE}
+    return {"training": rows.TRAINING, "serving": inference.SERVING, "memory": memory.MEMORY, "trace": requests.TRACE}
 
 
 def _cell(rng: random.Random, column) -> str:

@@ -256,3 +256,60 @@ def test_calibrate_with_no_row_that_runs_is_refused(tmp_path, capsys):
     assert main(["calibrate", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: none of the 1 rows") and "nothing to fit on" in err and not out.exists(), err
+
+
+def _memory_file(tmp_path, column: str, cell: str):
+    import csv
+
+    with open("validation/memory_runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0][column] = cell
+    path = tmp_path / "memory.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:2])
+    return path
+
+
+@pytest.mark.parametrize("column,cell", [("sharding", "nan"), ("dtype", "inf"), ("run_id", "-Infinity")])
+def test_a_memory_row_whose_name_reads_as_a_non_finite_number_is_refused(tmp_path, capsys, column, cell):
+    """Fuzz seed 2701, case 2596: a memory file (validation/memory_runs.csv's schema) was read without its row
+    schema, so a sharding cell 'nan' was printed as nan in validate's table (exit 0)."""
+    assert main(["validate", str(_memory_file(tmp_path, column, cell))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"row 1: {column} {cell!r} is not a name" in err, err
+
+
+@pytest.mark.parametrize("cell,reason", [("inf", "dp 'inf' is not a finite number"), ("0", "dp must be positive"),
+                                         ("1e30", "dp 1e30 is out of range"), ("", "dp is blank")])
+def test_a_memory_row_with_a_bad_count_is_skipped_naming_it(tmp_path, capsys, cell, reason):
+    assert main(["validate", str(_memory_file(tmp_path, "dp", cell)), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["status"] == "skipped" and reason in rows[0]["reason"] and rows[1]["status"] == "ok", rows
+
+
+def test_a_memory_file_with_an_unknown_column_is_refused(tmp_path, capsys):
+    path = _memory_file(tmp_path, "dp", "8")
+    path.write_text(path.read_text().replace("measured_as", "measured_ass", 1))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'measured_ass' is not a column of the memory schema" in err, err
+    assert main(["validate", "validation/memory_runs.csv"]) == 0
+
+
+def test_a_serving_figure_lies_within_its_interval_where_latency_is_not_monotone_in_speed(capsys):
+    """Fuzz seed 2701, case 10531: llama2-13b on graviton3 at 0.5 req/s is overloaded, and its TPOT median is not
+    monotone in the engine's speed (1.82 s at the slow end, 1.97 s at the predicted speed, 1.18 s at the fast end),
+    so the interval of the two ends' runs left out the figure. The interval now spans the central run too."""
+    from flopcast.simulate.serving.interval import LATENCIES, PERCENTILES, RATES
+
+    assert main(["serve", "llama2-13b", "--qps", "0.5", "-H", "graviton3", "--json", "--requests", "50"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    for k in LATENCIES:
+        for p in PERCENTILES:
+            assert d[f"{k}_low"][p] <= d[k][p] <= d[f"{k}_high"][p], (k, p, d[f"{k}_low"], d[k], d[f"{k}_high"])
+    for k in RATES:
+        if d.get(f"{k}_low") is not None:
+            assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"], (k, d[f"{k}_low"], d[k], d[f"{k}_high"])
+    assert d["tpot_s_low"]["p50"] < d["tpot_s"]["p50"] == d["tpot_s_high"]["p50"]  # the case itself: the centre

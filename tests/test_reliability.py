@@ -178,3 +178,93 @@ def test_goodput_for_a_train_result_and_the_cli():
     bad = CliRunner().invoke(group, ["reliability", "gpt-300b", "--chips", "1024", "--tokens", "6T", "--spares", "-2",
                                      "--tp", "4", "--pp", "16"])
     assert isinstance(bad.exception, FlopcastError)
+
+
+def test_the_poisson_tail_of_many_spares_is_not_a_sum_of_every_term(monkeypatch):
+    """Fuzz seed 2701 (case 5540, `--spares 1000000`): the closed form's wait for a spare summed P(Poisson(mu) <= S)
+    over all S + 1 terms (a Python lgamma each, an array of S per cluster size: --spares 1e7 took 20 s of CPU and
+    80 MB a size). Past stats.EXACT_TERMS only the terms a double can hold are summed, the same tail to 1e-7."""
+    import math
+
+    from scipy.stats import poisson
+
+    from flopcast.cost import stats
+
+    calls = []
+    lgamma = math.lgamma
+    monkeypatch.setattr(stats.math, "lgamma", lambda v: calls.append(v) or lgamma(v))
+    k = 10**7
+    mu = k + np.array([-6.0, -1.0, 0.0, 1.0, 6.0]) * math.sqrt(k)
+    got = stats.poisson_cdf(k, np.concatenate([mu, [5.0, 2e7, 0.0]]))
+    assert len(calls) <= len(mu)  # one anchor per mean near k, none for a mean far from it
+    np.testing.assert_allclose(got[:5], poisson.cdf(k, mu), rtol=1e-7)
+    assert list(got[5:]) == [1.0, 0.0, 1.0]
+    small = stats.EXACT_TERMS + 1  # the windowed sum meets the sum of every term where they hand over
+    np.testing.assert_allclose(stats.poisson_cdf(small, small + np.arange(-300.0, 301, 50)),
+                               poisson.cdf(small, small + np.arange(-300.0, 301, 50)), rtol=1e-9)
+
+
+def test_a_run_that_never_finishes_with_ten_million_spares_says_so(capsys):
+    """The windowed Poisson sum met the rate of a run that never finishes (nan) and raised ValueError: now nan, as the
+    sum of every term gave, so the run is reported as never finishing."""
+    import math
+
+    from flopcast.cli import main
+    from flopcast.cost import stats
+
+    big = stats.EXACT_TERMS + 1
+    assert [math.isnan(v) for v in stats.poisson_cdf(big, np.array([np.nan, np.inf, 5.0]))] == [True, True, False]
+    argv = ["reliability", "llama3-8b", "-H", "trn2.48xlarge", "-n", "100000", "--mtbf-chip-hours", "10", "--trials",
+            "10"]
+    for spares in ("10000", "10000000"):
+        assert main(argv + ["--spares", spares]) == 0
+        assert "never finishes" in capsys.readouterr().out
+
+
+def test_the_closed_form_with_ten_million_spares_has_no_wait(capsys):
+    from flopcast.cost.reliability import spare_wait
+
+    wait = spare_wait(np.array([1e-3, 1.0, 1e4]), 3 * DAY, 10**7)  # mu 259, 259,200 and 2.6e9 failures in a repair
+    assert wait[0] == 0.0 and wait[1] == 0.0 and wait[2] > 0
+    assert wait[2] == pytest.approx(3 * DAY - 10**7 / 1e4, rel=1e-6)  # almost every failure waits: r - S / rate
+
+
+def test_the_spares_ring_grows_as_failures_come_and_agrees_with_the_engine():
+    """More failures a trial than the ring's first columns (simulate.reliability.HIST_CHUNK) and more than the spares,
+    so the ring grows, then wraps: the vectorized path agrees with the engine's list of every failure."""
+    from flopcast.simulate import reliability as sr
+
+    a = GoodputAssumptions(spares=100, repair_s=20 * DAY, **STORE)
+    args = (30 * DAY, 16384, 405e9 * 14, a)
+    vec, eng = simulate(*args, trials=6, seed=4), simulate_engine(*args, trials=6, seed=4)
+    assert vec.failures.min() > 100 > sr.HIST_CHUNK and vec.breakdown_s["repair_wait"].min() > 0  # the ring wrapped
+    np.testing.assert_allclose(eng.wall_s, vec.wall_s, rtol=1e-12)
+    np.testing.assert_array_equal(eng.failures, vec.failures)
+
+
+def test_many_spares_are_not_a_ring_of_that_many_failure_times_up_front():
+    """Fuzz seed 2701, case 5540: `reliability --spares 1000000` allocated a (trials x spares) array of failure
+    times before the first failure (8 GB for 1,000 trials): a MemoryError under the campaign's 2 GiB. A trial sees a
+    few failures, so the ring grows as they come; with more spares than failures it is the unlimited-spares run."""
+    from tests.fuzz.harness import memory_cap
+
+    args = (10 * DAY, 1000, 1e12)
+    with memory_cap(["reliability", "--spares", "10000000"]):
+        many = simulate(*args, GoodputAssumptions(spares=10**7), trials=1000, seed=5)
+    unlimited = simulate(*args, GoodputAssumptions(spares=None), trials=1000, seed=5)
+    np.testing.assert_array_equal(many.wall_s, unlimited.wall_s)
+    assert many.failures.sum() > 0
+
+
+def test_trials_are_at_most_what_sets_up_in_a_few_seconds(capsys):
+    """`reliability --trials 1000000` set up a million random streams (one a trial, so that a trial's outcome does not
+    depend on how many run): 30 s of CPU and 2.5 GB of peak memory before the first event. At most 10^5 now."""
+    from flopcast.cli import main
+    from flopcast.simulate import reliability as sr
+
+    assert sr.MAX_TRIALS == 100_000
+    with pytest.raises(FlopcastError, match="trials must be a whole number from 1 to 100,000"):
+        simulate(DAY, 1024, 1e12, trials=100_001)
+    assert main(["reliability", "llama3-8b", "-H", "p5.48xlarge", "-n", "1024", "--trials", "1000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --trials '1000000' is out of range; valid: a whole number from 1 to 100,000", err

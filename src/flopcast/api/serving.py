@@ -236,7 +236,7 @@ def serve(model, hardware, *, chips: int | None = None, tp: int | None = None, t
         b, how = _capacity_ends(target, cfg, interval, requests or 400, input_tokens, output_tokens, seed, capacity,
                                 res)
     else:
-        b = _bounded(lambda: S.interval_bounds(target, reqs, cfg, interval, seed, budget=budget), len(reqs))
+        b = _bounded(lambda: S.interval_bounds(target, reqs, cfg, interval, seed, budget=budget, center=res), len(reqs))
         how = ", each end simulated with the same requests"
     if interval is not None:
         notes.append(f"{interval.label} prediction interval of a {interval.kind} forecast from {interval.residuals} "

@@ -1,6 +1,8 @@
 """A serving run's prediction interval: the same requests with every batch iteration at the slow and the fast
 end of the deployment's interval (cost/uncertainty.py). Under load, latency is not proportional to the
-iteration time (queues grow faster than service slows), so each end is simulated, not scaled."""
+iteration time (queues grow faster than service slows), so each end is simulated, not scaled; nor is it always
+monotone in it (a slower engine may decode more requests a batch, fewer a step, a lower TPOT median), so each
+figure's interval spans both ends and the run at the predicted speed, which lies between them."""
 
 from __future__ import annotations
 
@@ -15,19 +17,23 @@ RATES = ("throughput_requests_per_s", "output_tokens_per_s", "total_tokens_per_s
          "cost_per_million_output_tokens_usd", "cost_per_million_tokens_usd")
 
 
-def _pair(a, b):
-    return None if a is None or b is None else (min(a, b), max(a, b))
+def _pair(*values):
+    """(least, greatest) of a figure's runs; None when a run has none (an end without a TPOT)."""
+    return None if any(v is None for v in values) else (min(values), max(values))
 
 
-def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, seed: int = 0, budget=None) -> dict:
+def bounds(d: inf.Deployment, reqs: Requests, config: ServingConfig, interval, seed: int = 0, budget=None,
+           center=None) -> dict:
     """key -> (low, high), latency keys -> {percentile: (low, high)}; {} without an interval. `budget`: the work
-    both runs may take (budget.WorkBudget)."""
+    both runs may take (budget.WorkBudget); `center`: the run at the predicted speed (its result), inside the
+    interval (seed 2701 of the fuzz campaign: a TPOT median above both ends' was printed outside its interval)."""
     if interval is None:
         return {}
     slow = simulate_any(d, reqs, config, seed=seed, speed=interval.low, budget=budget).to_dict()
     fast = simulate_any(d, reqs, config, seed=seed, speed=interval.high, budget=budget).to_dict()
-    out = {k: {p: _pair(slow[k][p], fast[k][p]) for p in PERCENTILES} for k in LATENCIES}
-    out.update({k: _pair(slow[k], fast[k]) for k in RATES})
+    runs = [slow, fast] + ([center.to_dict()] if center is not None else [])
+    out = {k: {p: _pair(*(r[k][p] for r in runs)) for p in PERCENTILES} for k in LATENCIES}
+    out.update({k: _pair(*(r[k] for r in runs)) for k in RATES})
     return out
 
 
