@@ -1,5 +1,7 @@
 """Serving rows replayed as their benchmark ran: closed-loop clients, static shapes, the load columns."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -202,6 +204,32 @@ def test_serving_plot_shades_the_interval():
     pts = plots.serving_sweep(d, config, [2.0, 8.0], requests=40)
     chart = plots.serving_figure(pts, band=band)
     assert "Shaded: the 80% prediction interval" in chart.caption
+
+
+def test_the_serving_plots_band_holds_its_line_where_latency_is_not_monotone_in_speed():
+    """An overloaded engine's median can lie outside both ends' runs (fuzz seed 2701, case 10531): the band spans
+    the central run too, as the figure's printed interval does; a percentile no run reached is a gap."""
+    from types import SimpleNamespace
+
+    from flopcast.report.plots import serving as sp
+
+    def run(p50, p90):
+        return SimpleNamespace(e2e_s={"p50": p50}, ttft_s={"p90": p90}, tpot_s={"p90": p90})
+
+    class Axes:
+        def __init__(self):
+            self.fills = []
+
+        def fill_between(self, x, lo, hi, **kw):
+            self.fills.append((list(lo), list(hi)))
+
+    ax1, ax2 = Axes(), Axes()
+    band = [(1.0, run(1.82, 2.0), run(1.18, 1.0)), (2.0, run(None, None), run(None, None))]
+    centers = {1.0: run(1.97, 3.0), 2.0: run(None, None)}
+    assert sp._bands(ax1, ax2, [10.0, 20.0], band, centers) == "80%"
+    (lo, hi), = ax1.fills
+    assert lo[0] == 1.18 and hi[0] == 1.97 and math.isnan(lo[1]) and math.isnan(hi[1])
+    assert ax2.fills[0][1][0] == 3000.0  # TTFT p90 in ms, the central run's
 
 
 def test_serving_fit_on_both_files_guard():

@@ -19,7 +19,7 @@ def serving_figure(points, slo_ttft_s: float | None = None, slo_tpot_s: float | 
     for key, style, lab in (("p50", "o-", "p50"), ("p90", "s--", "p90")):
         ax1.plot(tput, [_scaled(r.e2e_s[key]) for _, r in pts], style, color=CYCLE[0] if key == "p50" else CYCLE[3],
                  label=f"end-to-end latency {lab}")
-    label = _bands(ax1, ax2, tput, band)
+    label = _bands(ax1, ax2, tput, band, dict(pts))
     ax1.set_xlabel("achieved throughput (output tokens/s)")
     ax1.set_ylabel("request latency (s)")
     ax1.set_ylim(bottom=0)
@@ -55,17 +55,24 @@ def _scaled(value, scale: float = 1.0) -> float:
     return math.nan if value is None else value * scale
 
 
-def _bands(ax1, ax2, tput, band) -> str | None:
+def _bands(ax1, ax2, tput, band, centers=None) -> str | None:
     """Shade the interval of end-to-end p50 (against the central throughput) and of TTFT and TPOT p90 (against the
-    offered load); returns the interval's label, or None when there is no band."""
+    offered load); returns the interval's label, or None when there is no band. Each rate's band spans its runs at
+    both ends and, from `centers` (requests/s -> the run at the predicted speed), the central one, as a figure's
+    interval does (simulate/serving/interval.bounds: an overloaded engine's latency is not always monotone in its
+    speed), so the plotted line never leaves its band."""
     if not band:
         return None
     rows = sorted(band, key=lambda x: x[0])
     qps = [q for q, _, _ in rows]
+    centers = centers or {}
 
     def ends(key, pct, scale=1.0):
-        lo = [min(getattr(a, key)[pct] or math.nan, getattr(b, key)[pct] or math.nan) * scale for _, a, b in rows]
-        hi = [max(getattr(a, key)[pct] or math.nan, getattr(b, key)[pct] or math.nan) * scale for _, a, b in rows]
+        # a percentile no request reached (None) is a gap where no run has it, else left out
+        vals = [[v for r in (a, b, centers.get(q)) if r is not None and (v := getattr(r, key)[pct]) is not None]
+                for q, a, b in rows]
+        lo = [min(vs) * scale if vs else math.nan for vs in vals]
+        hi = [max(vs) * scale if vs else math.nan for vs in vals]
         return lo, hi
 
     ax1.fill_between(tput, *ends("e2e_s", "p50"), color=CYCLE[0], alpha=0.18, lw=0, label="80% interval (p50)")
