@@ -307,29 +307,55 @@ def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=
     pair_arr = np.array(pairs, dtype=np.int64)
     axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
                                                                       ch.sequence_parallel, ch.dtype)]
-    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
     step = max(1, EXPAND_ROWS // (len(pairs) * ch.per_schedule_pair))
     for start in range(0, len(base), step):
         rows = base[start:start + step]
         shape = (len(rows), len(pairs), *map(len, axes))
         tally.considered += int(np.prod(shape))
-        m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # micro_batches_of
-        ok = _apply(expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
-                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda m=m: m, on(axes[0], 2),
-                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), tally.rejected)
-        for d in np.unique(axes[3]):
-            dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok[..., axes[3] == d]))
-            if training_dtype_problem(system.chip, Dtype(int(d))):
-                ok[..., axes[3] == d] = False
-        r, p, rc, sh, sp, dt = np.unravel_index(np.flatnonzero(ok), shape)
+        local = grid_verdicts(model, system, rows, pair_arr, axes, tally.rejected, dtypes)
+        r, p, rc, sh, sp, dt = np.unravel_index(local, shape)
         b = rows[r]
         valid = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
                             ep=b[:, 6], etp=b[:, 7], vp=pair_arr[p, 0], schedule=pair_arr[p, 1], recompute=axes[0][rc],
                             sharding=axes[1][sh], sequence_parallel=axes[2][sp], dtype=axes[3][dt])
         if progress is not None:
-            progress.add_total(ok.size)
-            progress.update(ok.size - valid.size)
+            size = int(np.prod(shape))
+            progress.add_total(size)
+            progress.update(size - valid.size)
         yield valid
+
+
+def grid_verdicts(model, system, rows, pair_arr, axes, rejected: dict, dtypes: dict | None = None) -> np.ndarray:
+    """The flat indices (in C order) of the candidates of the grid rows x pairs x recompute x sharding x sp x dtype
+    (axes: the recompute, sharding, sp and dtype values) that pass the expanded rules and train in their dtype on
+    the chip; what each rule is the first to reject counted into `rejected`, and each dtype's candidates that pass
+    the rules into `dtypes` (when given).
+
+    A rule reads some of the grid's axes only (the rows, pairs, recompute, sp; never sharding or dtype): the rules
+    are judged on the axes they read, each verdict standing for the candidates along the others (counted with
+    their number: _apply's weight), and the grid built once, for the candidates that pass."""
+    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
+    shape = (len(rows), len(pair_arr), *map(len, axes))
+    m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # micro_batches_of
+    named = expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1), on(pair_arr[:, 1], 1),
+                           on(axes[2], 4), lambda m=m: m, on(axes[0], 2), on(rows[:, 7], 0))
+    read = np.broadcast_shapes(shape[:1] + (1,) * 5, *(np.shape(v) for v in named.values()))
+    if len(read) != 6 or read[5] != 1:  # (a rule reading the dtype: judged on the whole grid)
+        read = shape
+    size, judged = int(np.prod(shape)), int(np.prod(read))
+    ok = _apply(named, np.ones(read, dtype=bool), rejected, size // judged)
+    dts = axes[3]
+    trains = np.ones(len(dts), dtype=bool)
+    per_dtype = size // judged // len(dts) if read[5] == 1 else None  # candidates a verdict stands for, per dtype
+    for d in np.unique(dts):
+        at = dts == d
+        if dtypes is not None:
+            n = (int(np.count_nonzero(ok)) * per_dtype * int(np.count_nonzero(at)) if per_dtype is not None
+                 else int(np.count_nonzero(ok[..., at])))
+            dtypes[int(d)] = dtypes.get(int(d), 0) + n
+        if training_dtype_problem(system.chip, Dtype(int(d))):
+            trains &= ~at
+    return np.flatnonzero(np.broadcast_to(ok, shape) & trains.reshape(1, 1, 1, 1, 1, -1))
 
 
 STREAM_ABOVE = EXPAND_ROWS  # candidates past which a search asked for its best `keep` layouts only streams them
