@@ -105,10 +105,10 @@ def _prefill(sim, rep, now: float, *, reserve_output: bool):
     if not rids:
         return ()
     if sim.static_seq_len:  # one prompt per context-encoding pass, padded to its bucket
-        padded = sim.prefill_tokens(tokens)
-        t = sim.prefill_times.get(padded)
+        t = sim.prefill_times.get(tokens)
         if t is None:
-            t = sim.prefill_times[padded] = sim.iteration_time(padded, 1, padded, padded * (padded + 1) / 2.0)
+            padded = sim.prefill_tokens(tokens)
+            t = sim.prefill_times[tokens] = sim.iteration_time(padded, 1, padded, padded * (padded + 1) / 2.0)
     else:
         t = sim.iteration_time(tokens, len(rids), tokens, pairs)
     rep.pre_kv += tokens

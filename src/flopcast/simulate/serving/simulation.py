@@ -110,7 +110,7 @@ class Simulation:
         self.spec_draft = d.speculation.k * d.speculation.drafter_fraction(d.model) if d.speculation else 0.0
         self.policy = POLICIES[config.scheduler]
         # a static-shape engine with a compiled sequence length times a decode step by its rows alone, and a prefill by
-        # its padded prompt alone: each time computed once (schedulers.decode_step_s, _prefill)
+        # its prompt's tokens alone (padded to its bucket): each time computed once (schedulers.decode_step_s, _prefill)
         self.step_times = {} if self.static_seq_len and self.spec is None else None
         self.prefill_times = {}
         self.live_plain = not self.static_shapes and self.spec is None  # a decode step is ct(n, n, kv, kv)
@@ -205,7 +205,10 @@ class Simulation:
         """Request r enters the system: routed and queued, or rejected when it can never fit; () or one event."""
         self.account(now, +1)
         self.admitted += 1
-        self.tick()
+        self.ticks += 1  # tick(), inlined
+        if not self.ticks % CHECK_EVERY:
+            self.ticks -= 1
+            self.tick()
         if self.record:
             self.events.append((now, "arrive", r))
         rep = self.route()
@@ -321,7 +324,10 @@ class Simulation:
         rep.pend_end, rep.pend_step = end_s, (rep.step + steps if steps >= 0 else -1)
         rep.iterations += 1
         self.launched += 1
-        self.tick()
+        self.ticks += 1  # tick(), inlined
+        if not self.ticks % CHECK_EVERY:
+            self.ticks -= 1
+            self.tick()
         return ((end_s, handler, END),)
 
     def route(self) -> Replica:
