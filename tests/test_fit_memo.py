@@ -29,7 +29,7 @@ def test_traced_copy_records_every_field_read_through_it_and_its_copies():
 def test_memo_reuses_a_row_only_while_the_fields_it_read_are_unchanged():
     calls = []
 
-    def compare(rows, table):
+    def compare(rows, table, runs=None):
         (eff,) = table.values()
         calls.append(rows[0]["run_id"])
         return [{"predicted": eff.compute * 2 + eff.layer_overhead_s}]
@@ -119,3 +119,28 @@ def test_a_fold_starting_from_the_full_fit_meets_its_first_evaluations_in_the_me
     # the same refit from the same start; with the full fit's predictions its start comes from the memo (but where
     # exp(log(v)) rounds off v, a field the start reads: at most its first evaluation)
     assert cold == again and starts[0] + 2 <= starts[1]
+
+
+def test_a_simulation_is_reused_where_the_numbers_it_read_are_the_same(monkeypatch):
+    """A fitted MoE row of SDK 2.26 reads the family's per-release block rates (a field with every release's), but
+    its simulation reads only its deployment's iteration costs: moving another release's rate predicts the row again
+    (its fields moved) from the same simulated run; moving a number the run reads simulates it again. Each answer is
+    the one a fresh prediction gives."""
+    row = {r["run_id"]: r for r in vi._read("inference")}["di-4"]  # Llama 4 Scout, throughput run, SDK 2.26
+    fam = "neuronx-v3"
+    eff = vi._load_table(vi.CAL_PATH)[fam]
+    assert {r for r, _ in eff.moe_block_rates} >= {"2.26", "2.28"}
+    runs = []
+    real = vb._simulate
+    monkeypatch.setattr(vb, "_simulate", lambda *a, **k: runs.append(1) or real(*a, **k))
+    memo = RowMemo()
+    first = memo.compare(fam, row, eff, vi._compare)
+    other = replace(eff, moe_block_rates=tuple((r, v * 1.01 if r == "2.28" else v) for r, v in eff.moe_block_rates))
+    faster = replace(eff, compute=eff.compute * 1.01)
+    moved = memo.compare(fam, row, other, vi._compare)
+    assert len(runs) == 1 and moved is not first and memo.counts["simulation reused"] == 1
+    again = memo.compare(fam, row, faster, vi._compare)
+    assert len(runs) == 2 and memo.counts["simulated"] == 2
+    for got, e in ((first, eff), (moved, other), (again, faster)):
+        assert got == vi._compare([row], {fam: e})
+    assert [r["predicted"] for r in again] != [r["predicted"] for r in first]

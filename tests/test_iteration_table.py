@@ -92,3 +92,21 @@ def test_tgi_router_runs_its_decode_steps_ahead_with_the_same_figures(monkeypatc
     for k, v in slow.items():  # steps summed in closed form: equal but for rounding
         assert fast[k] == pytest.approx(v, rel=1e-12), k
     assert fast_events < slow_events / 2
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_prefetched_entries_are_the_lazy_table_s(case):
+    """IterationCost.of(prefetch=...) computes the chunks of the given entries with the logit layer's time, in one
+    call of step_time: the same floats as computing each apart."""
+    model, system, kw = CASES[case]
+    d = inf.deployment(catalog.load_model(model), catalog.load_system(system), **kw)
+    size = 3 * it.CHUNK + 5
+    lazy = it.IterationCost.of(d, size - 1)
+    want = [0, 5, 2 * it.CHUNK + 1, size - 1]
+    ahead = it.IterationCost.of(d, size - 1, prefetch=want + [size + 10])  # (an entry past the table: ignored)
+    computed = sorted(dict.keys(ahead.dense))
+    assert computed == [n for n in range(size) if n // it.CHUNK in {w // it.CHUNK for w in want}]
+    assert [ahead.dense[n] for n in computed] == [lazy.dense[n] for n in computed]
+    assert (ahead.logit_bytes_s, ahead.logit_flop_s, ahead.attn_pair_s, ahead.attn_kv_s) == (
+        lazy.logit_bytes_s, lazy.logit_flop_s, lazy.attn_pair_s, lazy.attn_kv_s)
+    assert list(ahead.dense) == list(lazy.dense)

@@ -220,3 +220,19 @@ def test_bounds_hold_for_every_layout_and_pick_the_exhaustive_best(model, system
     fast = bounded.search(m, sy, chips, CAL, sp, table)
     assert _best(fast) == _best(full) and fast.considered == full.considered
     assert fast.n_evaluated < full.batch.size / 5
+
+
+def test_combinations_are_np_unique_s_rows_without_sorting_the_layouts():
+    """bounds.combinations numbers the distinct rows of integer columns by counting (each column's values, then
+    their combinations), sorting only where the counts would not fit: np.unique's rows and inverse either way."""
+    from flopcast.plan import bounds
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(1, 3000))
+        highs = [2, 40, 10**6, 2**40]
+        cols = [rng.choice(rng.integers(0, highs[int(rng.integers(0, 4))], size=int(rng.integers(1, 10))),
+                           size=n).astype(np.int64) for _ in range(int(rng.integers(1, 9)))]
+        distinct, inverse = bounds.combinations(cols)
+        want, want_inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        assert np.array_equal(distinct, want) and np.array_equal(inverse, want_inverse.reshape(-1)), trial

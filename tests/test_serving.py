@@ -176,3 +176,15 @@ def test_decoders_read_what_infer_predicts(system):
     sim = S.simulate(d, reqs, S.ServingConfig())
     pred = inf.predict(d, 16, 256, 4096)
     assert sim.tpot_s["p50"] == pytest.approx(pred.tpot_s, rel=0.03)
+
+
+def test_percentiles_of_samples_of_one_length_in_one_call_are_each_sample_s():
+    """metrics._pcts: one np.percentile along the rows of the stacked samples, the same floats as one call each."""
+    from flopcast.simulate.serving import metrics
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 10, 101, 400):
+        xs = [rng.lognormal(0.0, 2.0, n), np.round(rng.lognormal(0.0, 1.0, n), 1), rng.exponential(1e-3, n)]
+        assert metrics._pcts(*xs) == [metrics._pct(x) for x in xs]
+    odd = [rng.random(5), rng.random(4), np.array([])]
+    assert metrics._pcts(*odd) == [metrics._pct(x) for x in odd]

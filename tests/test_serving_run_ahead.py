@@ -4,6 +4,8 @@ log of one event per batch iteration, for every scheduler, routing, replica coun
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from flopcast import catalog
 from flopcast.cost import inference as inf
 from flopcast.cost.inference.speculation import Method, Speculation
 from flopcast.simulate import serving as S
+from flopcast.simulate.serving.closed_loop import ClosedLoop
 from flopcast.simulate.serving.simulation import Simulation
 
 
@@ -85,3 +88,56 @@ def test_run_ahead_saves_events_not_iterations(deployments, monkeypatch):
         counts[ahead] = (sim.outcome().iterations, sim.engine.processed)
     assert counts[True][0] == counts[False][0] > 1000
     assert counts[True][1] < counts[False][1] / 2
+
+
+def _closed(d, clients, reqs, cfg, duration_s=math.inf):
+    """A closed loop run directly: its per-request record, iterations, preemptions and the events it took."""
+    sim = ClosedLoop(d, reqs, cfg, None, 0, False, 1.0, clients, duration_s)
+    sim.run()
+    o = sim.outcome()
+    return (o.first_s, o.done_s, o.iterations, o.preemptions, sim.arr), sim.engine.processed
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_closed_loops_of_several_replicas_run_ahead_to_the_next_possible_finish(deployments, monkeypatch, seed):
+    """A closed loop's request arrives only when one finishes: a replica runs its decode steps ahead of the other
+    replicas' pending iterations up to the earliest time one of them could finish a request (ClosedLoop.horizon),
+    and repeats a static shape's step while nothing can change it (Simulation.repeat_steps): the same record as one
+    event per step, in fewer events."""
+    reqs = _requests(seed, 40.0, n=300)
+    gpu, neuron = deployments["gpu"], deployments["neuron"]
+    tight = inf.deployment(catalog.load_model("llama3-70b"), catalog.load_system("p5.48xlarge"), chips=2, tp=2)
+    small = inf.deployment(catalog.load_model("llama3-70b"), catalog.load_system("inf2.24xlarge"), chips=6)
+    static = {"static_batch": 8, "static_seq_len": 4096}
+    rr = S.Routing.ROUND_ROBIN
+    cases = {
+        "gpu round robin": (gpu, S.ServingConfig(replicas=3, routing=rr, max_seqs=24), 60, math.inf),
+        "gpu least loaded": (gpu, S.ServingConfig(replicas=2, max_seqs=16), 20, math.inf),
+        "neuron static shapes": (neuron, S.ServingConfig(replicas=3, routing=rr, max_seqs=8, **static), 30, 60.0),
+        "neuron buckets": (neuron, S.ServingConfig(replicas=2, routing=rr, max_seqs=8, context_buckets=(1024, 4096),
+                                                   **static), 12, math.inf),
+        "tgi router": (neuron, S.ServingConfig(replicas=3, routing=rr, max_seqs=8, waiting_served_ratio=0.3,
+                                               max_waiting_tokens=20, **static), 40, 60.0),
+        "static batching": (neuron, S.ServingConfig(scheduler=S.Scheduler.STATIC, replicas=2, max_seqs=8,
+                                                    **static), 20, math.inf),
+        "neuron kv full": (small, S.ServingConfig(replicas=2, routing=rr, max_seqs=8, static_seq_len=4096), 16,
+                           math.inf),
+        "preempting": (tight, S.ServingConfig(replicas=2, routing=rr), 200, math.inf),
+    }
+    events = {}
+    for name, (d, cfg, clients, duration) in cases.items():
+        runs = {}
+        for ahead in (False, True):
+            monkeypatch.setattr(Simulation, "run_ahead_steps", ahead)
+            runs[ahead] = _closed(d, clients, reqs, cfg, duration)
+        (slow, slow_events), (fast, fast_events) = runs[False], runs[True]
+        assert fast == slow, name
+        monkeypatch.setattr(ClosedLoop, "horizon", lambda self, rep: -math.inf)  # no look ahead: each step after
+        _, events[name] = _closed(d, clients, reqs, cfg, duration)  # another replica's pending end an event
+        monkeypatch.undo()
+        assert fast_events <= events[name] < slow_events, name
+    assert runs[True][0][3] > 0  # the preempting case preempts (and looks ahead only until it does)
+    for name in ("neuron static shapes", "tgi router"):
+        d, cfg, clients, duration = cases[name]
+        _, ahead = _closed(d, clients, reqs, cfg, duration)
+        assert ahead < events[name] / 2, name

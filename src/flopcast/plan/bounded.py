@@ -280,16 +280,8 @@ def _valid_expansion(model, system, rows: np.ndarray, pairs: list, ch) -> tuple[
     pair_arr = np.array(pairs, dtype=np.int64)
     axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
                                                                       ch.sequence_parallel, ch.dtype)]
-    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
     shape = (len(rows), len(pairs), *map(len, axes))
-    m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # S.micro_batches_of
-    ok = S._apply(S.expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
-                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda: m, on(axes[0], 2),
-                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), {})
-    for d in sorted(set(axes[3].tolist())):
-        if S.training_dtype_problem(system.chip, Dtype(d)):
-            ok[..., axes[3] == d] = False
-    local = np.flatnonzero(ok)
+    local = S.grid_verdicts(model, system, rows, pair_arr, axes, {})
     r, p, rc, sh, sp, dt = np.unravel_index(local, shape)
     b = rows[r]
     return LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],

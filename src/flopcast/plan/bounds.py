@@ -28,7 +28,6 @@ from .rules import PIPELINE_EDGE_SLOTS
 from .streamed import Pruning
 
 WORK_FIELDS = ("tp", "cp", "micro_batch", "sequence_parallel", "recompute", "dtype", "ep", "etp")
-WORK_BITS = (14, 7, 20, 1, 2, 5, 9, 5)  # 63 bits packing one layout's WORK_FIELDS (wider values: np.unique)
 PARTS = ("work", "compute", "a2a")  # what the WorkTable holds per key (step_bounds.microbatch_work_s)
 SLACK = 1e-6  # relative tolerance of the bound against rounding (balanced_stage's eps, float sums)
 
@@ -63,18 +62,8 @@ class WorkTable:
 
     def of(self, lb: LayoutBatch) -> np.ndarray:
         """(W, compute window, all-to-all) of every layout in lb, one row per layout."""
-        cols = [getattr(lb, f).astype(np.int64) for f in WORK_FIELDS]
-        key = np.zeros(lb.size, dtype=np.int64)
-        small = all(c.min(initial=0) >= 0 and c.max(initial=0) < (1 << bits) for c, bits in zip(cols, WORK_BITS))
-        for c, bits in zip(cols, WORK_BITS):  # one integer per combination (the fields are small counts)
-            if small:
-                key = (key << bits) | c
-            else:
-                values, code = np.unique(c, return_inverse=True)
-                key = key * len(values) + code.reshape(-1)
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        distinct = list(map(tuple, np.stack([c[first] for c in cols], axis=1).tolist()))  # Python ints, as keys
-        return self.parts(distinct)[inverse.reshape(-1)]
+        distinct, inverse = combinations([np.asarray(getattr(lb, f), dtype=np.int64) for f in WORK_FIELDS])
+        return self.parts(list(map(tuple, distinct.tolist())))[inverse]  # (Python ints, as keys)
 
     def least(self, combos: list[tuple], ch, trainable: tuple) -> np.ndarray:
         """For each (tp, cp, micro-batch, ep, etp) and recomputation choice, the least W, the largest compute
@@ -94,6 +83,49 @@ class WorkTable:
             got = np.array(rows, dtype=float).reshape(len(todo), len(ch.recompute), len(PARTS))
             self.lowest.update(((c, tag), g) for c, g in zip(todo, got))
         return np.stack([self.lowest[(c, tag)] for c in combos]).reshape(len(combos), len(ch.recompute), len(PARTS))
+
+
+DENSE = 1 << 22  # values (and combinations) counted in an array of this many places at most, else sorted
+
+
+def combinations(cols: list) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct, inverse): the distinct combinations of the integer columns' values, one row each, ascending in the
+    columns' order (what np.unique of a key packing them gives), and the row of each element's combination. Each
+    column's values and then their combinations are numbered by counting where the counts fit DENSE places, in a
+    pass over the elements each rather than a sort of them; by sorting where they do not."""
+    n = len(cols[0]) if cols else 0
+    values, codes = [], []
+    for c in cols:
+        if n and c.min() >= 0 and c.max() < DENSE:
+            seen = np.zeros(int(c.max()) + 1, dtype=bool)
+            seen[c] = True
+            values.append(np.flatnonzero(seen))
+            codes.append((np.cumsum(seen) - 1)[c])
+        else:
+            v, code = np.unique(c, return_inverse=True)
+            values.append(v)
+            codes.append(code.reshape(-1))
+    radix = 1
+    for v in values:
+        radix *= max(len(v), 1)
+    if radix >= 1 << 62:  # too many to number in one integer: the rows themselves sorted
+        distinct, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    key = np.zeros(n, dtype=np.int64)
+    for v, code in zip(values, codes):  # one integer per combination, the first column the most significant
+        key = key * len(v) + code
+    if radix <= DENSE:
+        seen = np.zeros(radix, dtype=bool)
+        seen[key] = True
+        uniq, inverse = np.flatnonzero(seen), (np.cumsum(seen) - 1)[key]
+    else:
+        uniq, inverse = np.unique(key, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    out, rest = [], uniq
+    for v in reversed(values):
+        out.append(v[rest % len(v)])
+        rest = rest // len(v)
+    return np.stack(out[::-1], axis=1) if out else np.zeros((len(uniq), 0), dtype=np.int64), inverse
 
 
 def _groups(base: np.ndarray, cols: tuple) -> tuple[np.ndarray, np.ndarray]:

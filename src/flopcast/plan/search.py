@@ -15,15 +15,16 @@ import numpy as np
 
 from ..cost.memory import fits as fits_in
 from ..model.efficiency import Calibration
-from ..errors import FlopcastError
 from ..model.strategy import (LAYOUT_FIELDS, MODERN_SOFTWARE, LayoutBatch, Schedule, Sharding, Software,
                               searched_recompute, virtual_stages_allowed)
 from ..model.system import Dtype, System
 from ..model.workload import Model
 from ..simulate import training
 from .objectives import objective_score, step_score
-# EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks
-from .rules import EP_RULE, ETP_RULE, PIPELINE_SLOTS_RULE, base_rules, expanded_rules, micro_batches_of, rules  # noqa: F401
+# EP_RULE, ETP_RULE and rules are re-exported: the forecast names the rules a stated layout breaks; _apply,
+# grid_verdicts and training_dtype_problem: the bounded search and the forecast judge with them
+from .rules import (EP_RULE, ETP_RULE, INT8_TRAINING_FAMILIES, PIPELINE_SLOTS_RULE, _apply,  # noqa: F401
+                    base_rules, expanded_rules, grid_verdicts, micro_batches_of, rules, training_dtype_problem)
 from .rows import base_rows, divisor_tuple
 from . import bounds, streamed
 from .shared import SearchShare, SharedLayouts, floor
@@ -249,40 +250,6 @@ def rejection_summary(rejected: dict) -> str:
     return "; ".join(f"{k}: {v:,}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1]))
 
 
-def _apply(named: dict, ok: np.ndarray, rejected: dict, weight: int = 1) -> np.ndarray:
-    """AND the rules into `ok`, counting for each the candidates it is the first to reject."""
-    for name, passed in named.items():
-        newly = ok & ~passed
-        n = int(np.count_nonzero(newly))
-        if n:
-            rejected[name] = rejected.get(name, 0) + n * weight
-        ok &= passed
-    return ok
-
-
-# Chip families with a published int8 training recipe: Accurate Quantized Training (AQT) runs the forward and
-# backward GEMMs in int8 on TPUs (Google Cloud blog, "Accurate Quantized Training (AQT) for TPU v5e", 2023;
-# MaxText `quantization=int8`); GPU frameworks publish no int8 training path.
-INT8_TRAINING_FAMILIES = frozenset({"tpu"})
-
-
-def training_dtype_problem(chip, dtype: Dtype) -> str | None:
-    """Why `chip` cannot train in `dtype`, or None. FP8, NVFP4 and MXFP4 need their units (a published peak of
-    that type; no BF16 fallback for training); int8 trains only where AQT does (TPUs with int8 MXUs)."""
-    if dtype == Dtype.INT8:
-        if chip.family not in INT8_TRAINING_FAMILIES:
-            return f"int8 training (AQT) is published for TPUs only; {chip.id} serves int8 but does not train in it"
-        if Dtype.INT8 not in chip.peak_flops:
-            return f"{chip.id} has no published int8 peak"
-    if dtype in (Dtype.FP8, Dtype.NVFP4, Dtype.MXFP4) and dtype not in chip.peak_flops:
-        return f"{chip.id} has no {dtype.label.upper()} units (the catalog gives no {dtype.label} peak)"
-    try:
-        chip.peak(dtype)
-    except FlopcastError:
-        return f"{chip.id} has no published {dtype.label} peak"
-    return None
-
-
 EXPAND_ROWS = 1 << 21  # expanded candidates judged at a time (bounded memory: ~14 int64 arrays of this length)
 
 
@@ -307,28 +274,21 @@ def _valid_slices(model, system, base, pairs, ch, tally, dtypes: dict, progress=
     pair_arr = np.array(pairs, dtype=np.int64)
     axes = [np.array([int(v) for v in vs], dtype=np.int64) for vs in (ch.recompute, ch.sharding,
                                                                       ch.sequence_parallel, ch.dtype)]
-    on = lambda v, axis: v.reshape([-1 if i == axis else 1 for i in range(6)])  # noqa: E731
     step = max(1, EXPAND_ROWS // (len(pairs) * ch.per_schedule_pair))
     for start in range(0, len(base), step):
         rows = base[start:start + step]
         shape = (len(rows), len(pairs), *map(len, axes))
         tally.considered += int(np.prod(shape))
-        m = on(rows[:, 4] // np.maximum(rows[:, 3] * rows[:, 5], 1), 0)  # micro_batches_of
-        ok = _apply(expanded_rules(model, on(rows[:, 0], 0), on(rows[:, 2], 0), on(pair_arr[:, 0], 1),
-                                   on(pair_arr[:, 1], 1), on(axes[2], 4), lambda m=m: m, on(axes[0], 2),
-                                   on(rows[:, 7], 0)), np.ones(shape, dtype=bool), tally.rejected)
-        for d in np.unique(axes[3]):
-            dtypes[int(d)] = dtypes.get(int(d), 0) + int(np.count_nonzero(ok[..., axes[3] == d]))
-            if training_dtype_problem(system.chip, Dtype(int(d))):
-                ok[..., axes[3] == d] = False
-        r, p, rc, sh, sp, dt = np.unravel_index(np.flatnonzero(ok), shape)
+        local = grid_verdicts(model, system, rows, pair_arr, axes, tally.rejected, dtypes)
+        r, p, rc, sh, sp, dt = np.unravel_index(local, shape)
         b = rows[r]
         valid = LayoutBatch(tp=b[:, 0], cp=b[:, 1], pp=b[:, 2], dp=b[:, 3], global_batch=b[:, 4], micro_batch=b[:, 5],
                             ep=b[:, 6], etp=b[:, 7], vp=pair_arr[p, 0], schedule=pair_arr[p, 1], recompute=axes[0][rc],
                             sharding=axes[1][sh], sequence_parallel=axes[2][sp], dtype=axes[3][dt])
         if progress is not None:
-            progress.add_total(ok.size)
-            progress.update(ok.size - valid.size)
+            size = int(np.prod(shape))
+            progress.add_total(size)
+            progress.update(size - valid.size)
         yield valid
 
 

@@ -21,10 +21,17 @@ Handler = Callable[["Engine"], None]
 class Engine:
     def __init__(self, seed: int = 0):
         self.now = 0.0
-        self.rng = np.random.default_rng(seed)
+        self._seed, self._rng = seed, None
         self._heap: list[tuple[float, int, int, Handler]] = []
         self._seq = 0
         self.processed = 0
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The engine's random generator, seeded with its seed (made on first use: most runs draw nothing)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._seed)
+        return self._rng
 
     def at(self, time: float, handler: Handler, priority: int = 0) -> None:
         """Schedule `handler` at absolute `time` (not before now). Lower priority runs first at equal times."""
@@ -38,16 +45,20 @@ class Engine:
 
     def run(self, until: float = float("inf"), max_events: int | None = None) -> None:
         """Process events in (time, priority, sequence) order until the heap empties, `until`, or max_events."""
-        while self._heap and self._heap[0][0] <= until:
+        heap, pop, push = self._heap, heapq.heappop, heapq.heappush
+        while heap and heap[0][0] <= until:
             if max_events is not None and self.processed >= max_events:
                 return
-            time, _, _, handler = heapq.heappop(self._heap)
+            time, _, _, handler = pop(heap)
             self.now = time
             self.processed += 1
             successors = handler(self)
             if successors:
-                for successor in successors:
-                    self.at(*successor)
+                for at, then, priority in successors:  # at(), inlined
+                    if at < self.now:
+                        raise ValueError(f"cannot schedule at {at} before now ({self.now})")
+                    push(heap, (at, priority, self._seq, then))
+                    self._seq += 1
         if until != float("inf") and (not self._heap or self._heap[0][0] > until):
             self.now = max(self.now, until)
 

@@ -17,6 +17,7 @@ No measured column is read here.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -166,10 +167,17 @@ def load_of(row, batch: int) -> tuple[BenchmarkLoad | None, list[str]]:
 
 
 def lengths(load: BenchmarkLoad, n: int, input_tokens: int, output_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-request prompt and output lengths: the row's means, spread uniformly by the stated half-widths."""
+    """Per-request prompt and output lengths: the row's means, spread uniformly by the stated half-widths (read-only
+    arrays, drawn once per process for the same numbers: a fit simulates a row hundreds of times)."""
+    return _lengths(load.input_spread, load.output_spread, n, input_tokens, output_tokens)
+
+
+@functools.lru_cache(maxsize=256)
+def _lengths(input_spread: int, output_spread: int, n: int, input_tokens: int, output_tokens: int):
     rng = np.random.default_rng(0)
-    i = rng.integers(max(0, input_tokens - load.input_spread), input_tokens + load.input_spread + 1, n)
-    o = rng.integers(max(1, output_tokens - load.output_spread), output_tokens + load.output_spread + 1, n)
+    i = rng.integers(max(0, input_tokens - input_spread), input_tokens + input_spread + 1, n)
+    o = rng.integers(max(1, output_tokens - output_spread), output_tokens + output_spread + 1, n)
+    i.flags.writeable = o.flags.writeable = False
     return i, o
 
 
@@ -187,10 +195,30 @@ def serving_config(d, load: BenchmarkLoad, batch: int) -> S.ServingConfig:
                            **(TGI_ROUTER if load.tgi_router else {}))
 
 
-def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_tokens: int) -> S.ServingResult:
+def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_tokens: int,
+                 runs=None) -> S.ServingResult:
     """The simulated run of a row's benchmark: the tool's clients over `d.replicas` replicas of `d` when the row
-    states them, else one replica's load on one replica; throughput per replica either way."""
+    states them, else one replica's load on one replica; throughput per replica either way.
+
+    runs: the row's earlier runs in a fit (validate/fitmemo.RowRuns): the result of one that read the same iteration
+    costs and KV capacity as this deployment gives, else this run, kept there."""
+    from ..cost import inference as inf
+
     config = serving_config(d, load, batch)
+    capacity = None if runs is None else inf.kv_capacity_tokens(d)
+    if runs is None or capacity < 1:  # (no KV cache: the run says so)
+        return _simulate(d, load, config, input_tokens, output_tokens)
+    cost = S.IterationCost.for_config(d, config, runs.tokens)
+    result = runs.find(cost, capacity)
+    if result is None:
+        result = _simulate(d, load, config, input_tokens, output_tokens, cost)
+        runs.add(cost, capacity, result)
+    return result
+
+
+def _simulate(d, load: BenchmarkLoad, config: S.ServingConfig, input_tokens: int, output_tokens: int,
+              cost: S.IterationCost | None = None) -> S.ServingResult:
+    """simulate_row's run, on the iteration costs `cost` when given (those the run would build)."""
     if load.load == Load.RATE:
         n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, math.ceil(load.rate_per_s * load.duration_s))))
         i, o = lengths(load, n, input_tokens, output_tokens)
@@ -198,7 +226,7 @@ def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_t
             arrival = np.arange(n) / load.rate_per_s
         else:
             arrival = np.cumsum(np.random.default_rng(1).exponential(1.0 / load.rate_per_s, n))
-        return S.simulate(d, S.Requests(arrival, i, o), config)
+        return S.simulate(d, S.Requests(arrival, i, o), config, cost=cost)
     replicas = d.replicas if load.tool_clients else 1
     if replicas > 1:
         config = replace(config, replicas=replicas, routing=S.Routing.ROUND_ROBIN)
@@ -207,7 +235,8 @@ def simulate_row(d, load: BenchmarkLoad, batch: int, input_tokens: int, output_t
     n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, load.clients * math.ceil(load.duration_s / e2e_guess) + load.clients)))
     i, o = lengths(load, n, input_tokens, output_tokens)
     until = load.duration_s if load.tool in TOOL_COUNTS_FINISHED else math.inf
-    result = S.closed_loop(d, load.clients, i, o, config, duration_s=load.duration_s, counted_until_s=until)
+    result = S.closed_loop(d, load.clients, i, o, config, duration_s=load.duration_s, counted_until_s=until,
+                           cost=cost)
     if replicas == 1:
         return result
     return replace(result, output_tokens_per_s=result.output_tokens_per_s / replicas,

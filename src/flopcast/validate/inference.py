@@ -132,8 +132,29 @@ def _system_for_row(row):
     return catalog.system_for(hw), f"instance blank: the chip's default system {catalog.system_for(hw).id}"
 
 
-def configure(row, efficiency_table=None):
-    """(deployment, batch, input, output, assumed notes) for a row; no measured column is read."""
+def configure(row, efficiency_table=None, runs=None):
+    """(deployment, batch, input, output, assumed notes) for a row; no measured column is read. runs: the row's
+    state in a fit (fitmemo.RowRuns), which keeps the row's choices that no efficiency changes (_choices)."""
+    model, system, noted, chips, tp, threads = _choices(row) if runs is None else runs.once("choices", _choices, row)
+    assumed = list(noted)
+    d = inf.deployment(model, system, chips=chips, tp=tp, threads=threads, weights=row["weights"].strip(),
+                       engine=row.get("engine"), inference_calibration=efficiency_table)
+    batch = _int(row, "batch") or 1
+    i, o = _int(row, "input_tokens"), _int(row, "output_tokens")
+    if i is None and o is None and d.family == "llama.cpp":
+        i, o = 0, LLAMA_BENCH_TG
+        assumed.append("lengths blank: llama-bench tg128 (no prompt, 128 generated tokens)")
+    if i is None:
+        i = DEFAULT_INPUT
+        assumed.append(f"input_tokens blank: {DEFAULT_INPUT}")
+    if o is None:
+        o = LLAMA_BENCH_TG
+        assumed.append(f"output_tokens blank: {LLAMA_BENCH_TG}")
+    return d, batch, i, o, assumed + list(d.assumptions)
+
+
+def _choices(row) -> tuple:
+    """(model, system, notes, chips, tp, threads) of a row: what configure builds its deployment from."""
     for col in ("model", "hardware", "weights"):
         if not (row.get(col) or "").strip():
             raise FlopcastError(f"{col} is blank")
@@ -157,29 +178,17 @@ def configure(row, efficiency_table=None):
         if system.chip.kind != "cpu":
             assumed.append(f"tp blank: tp = {chips} (all chips of the instance)")
     threads = _int(row, "threads")
-    d = inf.deployment(model, system, chips=chips, tp=tp, threads=threads, weights=row["weights"].strip(),
-                       engine=row.get("engine"), inference_calibration=efficiency_table)
-    batch = _int(row, "batch") or 1
-    i, o = _int(row, "input_tokens"), _int(row, "output_tokens")
-    if i is None and o is None and d.family == "llama.cpp":
-        i, o = 0, LLAMA_BENCH_TG
-        assumed.append("lengths blank: llama-bench tg128 (no prompt, 128 generated tokens)")
-    if i is None:
-        i = DEFAULT_INPUT
-        assumed.append(f"input_tokens blank: {DEFAULT_INPUT}")
-    if o is None:
-        o = LLAMA_BENCH_TG
-        assumed.append(f"output_tokens blank: {LLAMA_BENCH_TG}")
-    return d, batch, i, o, assumed + list(d.assumptions)
+    return model, system, tuple(assumed), chips, tp, threads
 
 
-def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
+def predict_row(row, efficiency_table=None, runs=None) -> tuple[dict, list]:
     """(figures, assumptions, deployment) of a row: simulated under its benchmark's load when it states one
-    (validate/benchmark.py), else one static batch of requests of fixed shape by the roofline."""
-    d, b, i, o, assumed = configure(row, efficiency_table)
-    load, notes = benchmark.load_of(row, b)
+    (validate/benchmark.py), else one static batch of requests of fixed shape by the roofline. runs: the row's state
+    in a fit (fitmemo.RowRuns: its choices and earlier simulated runs)."""
+    d, b, i, o, assumed = configure(row, efficiency_table, runs)
+    load, notes = benchmark.load_of(row, b) if runs is None else runs.once("load", benchmark.load_of, row, b)
     if load is not None:
-        result = benchmark.simulate_row(d, load, b, i, o)
+        result = benchmark.simulate_row(d, load, b, i, o, runs)
         return benchmark.figures(result, load, i), assumed + notes + [benchmark.describe(load)], d
     static = benchmark.static_batch(d, row, b, i, o)
     if static is not None:
@@ -195,18 +204,22 @@ def predict_row(row, efficiency_table=None) -> tuple[dict, list]:
     return figures, assumed, d
 
 
-def _compare(rows, efficiency_table=None) -> list[dict]:
+def _compare(rows, efficiency_table=None, runs=None) -> list[dict]:
+    """Each measured figure of each row, predicted and compared; runs: a single row's state in a fit
+    (fitmemo.RowRuns)."""
+    if runs is not None and len(rows) != 1:
+        raise ValueError("runs are one row's simulations")
     out = []
     for row in rows:
         base = {"run_id": row["run_id"], "source": row["source"], "hardware": row["hardware"],
                 "engine": row.get("engine", ""), "model": row["model"]}
-        cells = _measured(row)
+        cells = _measured(row) if runs is None else runs.once("measured", _measured, row)
         if not cells:
             out.append({**base, "metric": None, "status": "skipped", "reason": "no measured figure in the row",
                         "predicted": None, "measured": None, "error_pct": None})
             continue
         try:
-            figures, assumed, d = predict_row(row, efficiency_table)
+            figures, assumed, d = predict_row(row, efficiency_table, runs)
         except (FlopcastError, KeyError, ValueError) as exc:
             for metric, value, why in cells:
                 out.append({**base, "metric": metric, "status": "skipped", "reason": why or str(exc),

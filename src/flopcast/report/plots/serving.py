@@ -88,9 +88,7 @@ def serving_sweep(deployment, config, rates, *, requests: int = 200, input_token
 
     from ...simulate import serving as S
 
-    cost = None if isinstance(deployment, S.Disaggregated) else S.IterationCost.of(deployment, max(
-        config.chunk_tokens if config.scheduler == S.Scheduler.CHUNKED else config.max_batched_tokens,
-        config.max_seqs) + 1)
+    cost = None if isinstance(deployment, S.Disaggregated) else S.IterationCost.for_config(deployment, config)
     out = []
     for q in rates:
         reqs = S.poisson_requests(q, np.random.default_rng(seed), n=requests, input_tokens=input_tokens,

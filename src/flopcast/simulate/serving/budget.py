@@ -22,6 +22,7 @@ STEP_WORK, EVENT_WORK, REQUEST_WORK = 1, 8, 10  # units per decode step run ahea
 # interval: ~3 s of CPU here. Measured: `serve llama3-8b -H p5.48xlarge --requests 2000 --output-tokens 200000`
 # ran past 120 s of CPU before any budget.
 RUN_WORK = 3_000_000
+CHECK_EVERY = 64  # arrivals, launches and steps run ahead between two looks at a run's work budget
 
 
 def work_units(iterations: int, launched: int, summed: int, requests: int) -> float:

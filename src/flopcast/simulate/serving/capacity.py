@@ -8,7 +8,7 @@ import numpy as np
 
 from ...cost import inference as inf
 from .budget import BudgetSpent, WorkBudget
-from .config import Scheduler, ServingConfig
+from .config import ServingConfig
 from .iteration import IterationCost
 from .requests import median_output, poisson_requests
 from .disagg import Disaggregated, simulate_any
@@ -43,9 +43,7 @@ def find_capacity(d: inf.Deployment | Disaggregated, config: ServingConfig, *, r
     Returns (qps, result at that qps); (0, None) when no rate meets the SLOs (or none was verified in the budget)."""
     horizon = span_horizons * (config.slo_ttft_s + median_output(output_tokens, seed) * config.slo_tpot_s)
     budget = WorkBudget(CAPACITY_WORK) if budget is None else budget
-    cost = None if isinstance(d, Disaggregated) else IterationCost.of(d, max(
-        config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens,
-        config.max_seqs) + 1)
+    cost = None if isinstance(d, Disaggregated) else IterationCost.for_config(d, config)
 
     def run(q):
         n = int(min(max(requests, math.ceil(q * horizon)), max(requests, max_requests)))

@@ -23,17 +23,22 @@ import numpy as np
 from ...cost import inference as inf
 from ...errors import FlopcastError
 from ..events import Engine
-from .config import ServingConfig
+from .config import Scheduler, ServingConfig
 from .iteration import IterationCost
 from .metrics import ServingResult, summarize
 from .requests import Requests
 from .simulation import ARRIVAL, Simulation
 
 MAX_CLIENTS = 100_000
+LOOKAHEAD_REPLICAS = 64  # replicas up to which a closed loop bounds the next arrival (ClosedLoop.horizon: O(replicas))
 
 
 class ClosedLoop(Simulation):
-    """Simulation whose arrivals are not given up front: request k + C is sent when a request leaves."""
+    """Simulation whose arrivals are not given up front: request k + C is sent when a request leaves.
+
+    A request arrives only when one finishes, so several replicas may run decode steps ahead of the event queue up
+    to the earliest time any other replica could finish one (`horizon`): a step that finishes none changes only its
+    own replica (Simulation.run_ahead)."""
 
     replicas_independent = False  # a finish sends the next request, which may go to any replica
 
@@ -42,6 +47,14 @@ class ClosedLoop(Simulation):
         self.clients = min(clients, self.n)
         self.until = until_s  # no request is sent at or after this time (the benchmark's duration)
         self.sent = 0
+        self.in_flight = 0  # requests sent whose arrival event has not run yet
+        # a new request's first decode step comes after its prefill, its finish at least this many steps after it
+        self.min_left = min(self.out, default=1) - 1
+        # the bound holds for replicas that prefill and decode (continuous or static batching), each decode step of
+        # which takes at least step_floor (no speculation), while no request can finish at its prefill (min_left)
+        self.looks_ahead = (1 < len(self.replicas) <= LOOKAHEAD_REPLICAS and self.spec is None
+                            and config.scheduler in (Scheduler.CONTINUOUS, Scheduler.STATIC) and self.min_left >= 1)
+        self._floor = None
 
     def begin(self) -> None:
         for _ in range(self.clients):
@@ -50,11 +63,50 @@ class ClosedLoop(Simulation):
     def send(self, now: float) -> None:
         r = self.sent
         self.sent += 1
+        self.in_flight += 1
         self.arr[r] = now
         self.engine.at(now, partial(self.arrive_closed, r), ARRIVAL)
 
     def arrive_closed(self, r: int, e: Engine):
+        self.in_flight -= 1
         return self.admit(r, e.now)
+
+    @property
+    def step_floor(self) -> float:
+        """Seconds that every decode step takes at least: the least over its possible rows n of dense[n] + the
+        logit layer streamed (IterationCost.time: the logits and attention terms are at least that and 0)."""
+        if self._floor is None:
+            cost, rows = self.cost, max(self.max_seqs, self.static_batch)
+            self._floor = min(cost.dense[n] + cost.logit_bytes_s for n in range(1, min(rows, len(cost.dense) - 1) + 1))
+        return self._floor
+
+    def horizon(self, rep) -> float:
+        """A time before which no request can be sent, so none can arrive at `rep`: the earliest at which another
+        replica could finish one. A busy replica finishes none before its iteration ends (pend_end); one whose
+        iteration's decode steps are known (pend_step) none before the step of its first decoder's finish, nor of a
+        request it has yet to admit (min_left steps after its prefill), each step at least step_floor long; an idle
+        one none before a request arrives. -inf while a sent request has not arrived or after a preemption (a
+        preempted request, prefilled again, may finish at its prefill)."""
+        if not self.looks_ahead or self.in_flight:
+            return -math.inf
+        out = math.inf
+        for b in self.replicas:
+            if b.preemptions:
+                return -math.inf
+            if b is rep or not b.busy:
+                continue
+            end = b.pend_end
+            if b.pend_step >= 0:
+                first = b.pend_step + self.min_left
+                if b.fin and b.fin[0][0] < first:
+                    first = b.fin[0][0]
+                steps = first - b.pend_step
+                if steps > 0:  # less a margin for the rounding of the sum of the steps' ends
+                    span = steps * self.step_floor
+                    end += span - 4 * (steps + 2) * math.ulp(end + span)
+            if end < out:
+                out = end
+        return out
 
     def released(self, r: int, now: float) -> None:
         if self.sent < self.n and now < self.until:

@@ -21,6 +21,15 @@ from ...cost import inference as inf
 CHUNK = 64  # table entries computed together
 
 
+def table_tokens(config) -> int:
+    """The largest iteration (new tokens) a simulation of `config` (a ServingConfig) times from its table: the
+    scheduler's token budget or its batch, whichever is more."""
+    from .config import Scheduler
+
+    return max(config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens,
+               config.max_seqs)
+
+
 class DenseTable(dict):
     """n -> seconds of the dense part of a pass over n new tokens, n = 0..size - 1 (len), computed on first use:
     `compute(n array)` gives a chunk's seconds, or `of[n] / factor` a scaled table's."""
@@ -28,6 +37,7 @@ class DenseTable(dict):
     def __init__(self, size: int, compute=None, of: DenseTable | None = None, factor: float = 1.0):
         super().__init__()
         self.size, self.compute, self.of, self.factor = size, compute, of, factor
+        self.past = False  # a pass longer than the table was timed apart (Simulation.iteration_time)
 
     def __len__(self) -> int:
         return self.size
@@ -66,9 +76,22 @@ class IterationCost:
                              self.logit_bytes_s / f, self.attn_pair_s / f, self.attn_kv_s / f, speed)
 
     @classmethod
-    def of(cls, d: inf.Deployment, max_tokens: int) -> IterationCost:
-        one = np.zeros(1)
-        lb = float(inf.step_time(d, one, one, one, one)[1]["logits"][0])  # the logit layer streamed once
+    def for_config(cls, d: inf.Deployment, config, prefetch=()) -> IterationCost:
+        """The table a simulation of `config` (a ServingConfig) builds (one entry past its largest iteration)."""
+        return cls.of(d, table_tokens(config) + 1, prefetch)
+
+    @classmethod
+    def of(cls, d: inf.Deployment, max_tokens: int, prefetch=()) -> IterationCost:
+        """The costs of deployment d's iterations of up to max_tokens + 1 new tokens. prefetch: table entries a run
+        is known to read (those an earlier run of the same shapes read): their chunks are computed at once, in the
+        one call of step_time that times the logit layer (elementwise: the very floats computed apart)."""
+        size = max_tokens + 1
+        starts = sorted({n - n % CHUNK for n in prefetch if 0 <= n < size})
+        # the logit layer streamed once: an empty pass's logits (no sequence: its weights read, nothing computed)
+        n = np.concatenate([np.zeros(1)] + [np.arange(lo, min(lo + CHUNK, size), dtype=float) for lo in starts])
+        zero = np.zeros_like(n)
+        total, parts = inf.step_time(d, n, zero, zero, zero)
+        lb = float(parts["logits"][0])
 
         def dense(lo: int, hi: int) -> list:
             n = np.arange(lo, hi, dtype=float)
@@ -76,8 +99,12 @@ class IterationCost:
             total, parts = inf.step_time(d, n, zero, zero, zero)
             return (np.asarray(total) - lb - np.asarray(parts["attention/core"])).tolist()
 
+        table = DenseTable(size, dense)
+        if starts:
+            values = (np.asarray(total) - lb - np.asarray(parts["attention/core"]))[1:].tolist()
+            table.update(zip((k for lo in starts for k in range(lo, min(lo + CHUNK, size))), values))
         m = d.model
-        return cls(DenseTable(max_tokens + 1, dense), 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
+        return cls(table, 2.0 * m.vocab * m.hidden / d.compute_rate, lb,
                    2.0 * m.layers * (m.q_dim + m.attn_out_dim) / d.compute_rate,
                    d.kv_bytes_per_token / d.memory_rate)
 

@@ -105,15 +105,17 @@ def _prefill(sim, rep, now: float, *, reserve_output: bool):
     if not rids:
         return ()
     if sim.static_seq_len:  # one prompt per context-encoding pass, padded to its bucket
-        padded = sim.prefill_tokens(tokens)
-        t = sim.iteration_time(padded, 1, padded, padded * (padded + 1) / 2.0)
+        t = sim.prefill_times.get(tokens)
+        if t is None:
+            padded = sim.prefill_tokens(tokens)
+            t = sim.prefill_times[tokens] = sim.iteration_time(padded, 1, padded, padded * (padded + 1) / 2.0)
     else:
         t = sim.iteration_time(tokens, len(rids), tokens, pairs)
     rep.pre_kv += tokens
     if rep.joining:  # a group the router let join: the rest of it follows; the step it joined at restarts the wait
         rep.joining = max(0, rep.joining - len(rids))
         rep.joined_step = rep.step
-    return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens))
+    return sim.launch(rep, now + t, partial(sim.end_prefill, rep, rids, tokens), 0)
 
 
 def _decode(sim, rep, now: float):
@@ -127,12 +129,20 @@ def _decode(sim, rep, now: float):
         growth = 0.0 if sim.static_shapes else float(rep.n_dec)
         rep.iterations += k - 1
         sim.summed += k - 1
-        return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k))
-    return sim.launch(rep, now + decode_step_s(sim, rep), partial(sim.end_decode, rep))
+        return sim.launch(rep, now + sim.cost.decode_run(n, kv, k, growth), partial(sim.end_decode, rep, steps=k), k)
+    return sim.launch(rep, now + decode_step_s(sim, rep), partial(sim.end_decode, rep), 1)
 
 
 def decode_step_s(sim, rep) -> float:
     """Seconds of one decode step of the replica's running sequences (rep.n_dec > 0)."""
+    times = sim.step_times
+    if times is not None:  # static shapes at a compiled sequence length: its rows alone (decode_shape)
+        rows = rep.n_dec if rep.n_dec > sim.static_batch else sim.static_batch
+        t = times.get(rows)
+        if t is None:
+            n, kv = sim.decode_shape(rep)
+            t = times[rows] = sim.ct(n, n, kv, kv)
+        return t
     n, kv = sim.decode_shape(rep)
     spec = sim.spec
     if spec is None:

@@ -21,22 +21,23 @@ from operator import attrgetter
 from ...cost import inference as inf
 from ...errors import FlopcastError
 from ..events import Engine
-from .budget import RUN_WORK, BudgetSpent, WorkBudget, work_limit, work_units
+from .budget import CHECK_EVERY, RUN_WORK, BudgetSpent, WorkBudget, work_limit, work_units
 from .config import Routing, Scheduler, ServingConfig
 from .iteration import IterationCost
 from .metrics import Outcome, ServingResult, summarize
 from .requests import Requests
-from .schedulers import PLAIN_DECODE, POLICIES
+from .ahead import repeat_steps
+from .schedulers import PLAIN_DECODE, POLICIES, plain_continuous, plain_static
 
 END, ARRIVAL = 0, 1  # event priorities: an iteration's end before an arrival at the same time
 _OUTSTANDING = attrgetter("outstanding")
-CHECK_EVERY = 64  # arrivals, launches and steps run ahead between two looks at a run's work budget
 
 
 class Replica:
     __slots__ = ("idx", "waiting", "prefilling", "pre_kv", "fin", "order", "n_dec", "ctx_sum", "win_sum", "cached_sum",
                  "step",
-                 "busy", "outstanding", "iterations", "static_left", "preemptions", "joining", "joined_step")
+                 "busy", "outstanding", "iterations", "static_left", "preemptions", "joining", "joined_step",
+                 "pend_end", "pend_step")
 
     def __init__(self, idx):
         self.idx = idx
@@ -57,6 +58,8 @@ class Replica:
         self.preemptions = 0
         self.joining = 0  # requests still to prefill of the group the router let join (TGI's next_batch)
         self.joined_step = 0  # the decode step at which the last group joined
+        self.pend_end = 0.0  # while busy: when its iteration ends
+        self.pend_step = -1  # and its decode steps then (-1: not said; Simulation.launch)
 
 
 def simulate(d: inf.Deployment, reqs: Requests, config: ServingConfig = ServingConfig(), *, seed: int = 0,
@@ -83,6 +86,7 @@ class Simulation:
     run_ahead_steps = True  # False: every batch iteration its own event (run_ahead; the tests compare both)
     # True: only an arrival reaches a replica from outside (an open loop of colocated replicas; run_ahead)
     replicas_independent = True
+    looks_ahead = False  # True: horizon() bounds when the next arrival can come (a closed loop's; run_ahead)
 
     def __init__(self, d: inf.Deployment, reqs: Requests, config: ServingConfig, cost: IterationCost | None,
                  seed: int, record: bool, speed: float = 1.0, budget: WorkBudget | None = None):
@@ -99,12 +103,16 @@ class Simulation:
         self.static_seq_len = config.static_seq_len if self.static_shapes else 0
         self.budget = config.chunk_tokens if config.scheduler == Scheduler.CHUNKED else config.max_batched_tokens
         self.max_seqs = config.max_seqs
-        self.cost = (cost or IterationCost.of(d, max(self.budget, config.max_seqs) + 1)).scaled(speed)
+        self.cost = (cost or IterationCost.for_config(d, config)).scaled(speed)
         self.ct = self.cost.time
         self.spec = d.speculation  # speculative decoding: schedulers time a decode step per expected token
         self.spec_tokens = d.speculation.expected_tokens if d.speculation else 1.0
         self.spec_draft = d.speculation.k * d.speculation.drafter_fraction(d.model) if d.speculation else 0.0
         self.policy = POLICIES[config.scheduler]
+        # a static-shape engine with a compiled sequence length times a decode step by its rows alone, and a prefill by
+        # its prompt's tokens alone (padded to its bucket): each time computed once (schedulers.decode_step_s, _prefill)
+        self.step_times = {} if self.static_seq_len and self.spec is None else None
+        self.prefill_times = {}
         self.live_plain = not self.static_shapes and self.spec is None  # a decode step is ct(n, n, kv, kv)
         self.plain = PLAIN_DECODE[config.scheduler]  # its next iteration's seconds when a plain decode step
         self.sums_runs = config.scheduler != Scheduler.CHUNKED  # with nothing pending, its decode runs one event
@@ -197,7 +205,10 @@ class Simulation:
         """Request r enters the system: routed and queued, or rejected when it can never fit; () or one event."""
         self.account(now, +1)
         self.admitted += 1
-        self.tick()
+        self.ticks += 1  # tick(), inlined
+        if not self.ticks % CHECK_EVERY:
+            self.ticks -= 1
+            self.tick()
         if self.record:
             self.events.append((now, "arrive", r))
         rep = self.route()
@@ -251,9 +262,11 @@ class Simulation:
         A step that finishes a request runs here only when it ends before every pending event (its finish then
         comes in time order); one that finishes none changes nothing but the replica, so it may also pass other
         replicas' pending iterations, up to the next arrival (`quiet_until_s`, an open loop's; only an arrival can
-        reach this replica). These are the very steps, times and finishes one event per step gives; only the event
-        queue's work is saved. run_ahead_steps = False: one event per step."""
+        reach this replica), or, where no arrival time is known beforehand (a closed loop's: `looks_ahead`), up to the
+        earliest time one can come (`horizon`). These are the very steps, times and finishes one event per step
+        gives; only the event queue's work is saved. run_ahead_steps = False: one event per step."""
         heap, plain, now, quiet = self.heap, self.plain, e.now, self.quiet_until_s
+        horizon = None  # self.horizon(rep) once needed: only this replica changes as it runs ahead, until it finishes
         while self.run_ahead_steps:
             t = plain(self, rep)
             if t is None:
@@ -264,15 +277,29 @@ class Simulation:
                 if self.sums_runs and self.decode_run(rep) > 1:
                     break
             elif end >= heap[0][0] and (finishes or end >= quiet):
-                return self.launch(rep, end, partial(self.end_decode, rep))
+                if finishes or not self.looks_ahead:
+                    return self.launch(rep, end, partial(self.end_decode, rep), 1)
+                if horizon is None:
+                    horizon = self.horizon(rep)
+                if end >= horizon:
+                    return self.launch(rep, end, partial(self.end_decode, rep), 1)
             rep.iterations += 1
-            self.tick()  # the steps run here are work too: a long output is thousands of them
+            self.ticks += 1  # tick(), inlined: the steps run here are work too (a long output is thousands of them)
+            if not self.ticks % CHECK_EVERY:
+                self.ticks -= 1
+                self.tick()
             now = e.now = end
             if finishes:
                 self.advance_decoders(rep, now)
+                horizon = None  # its finish sent a request (a closed loop's)
             else:  # advance_decoders, nothing to finish
                 rep.step += 1
                 rep.ctx_sum += rep.n_dec
+                if heap and self.step_times is not None and (plain is plain_continuous or plain is plain_static):
+                    if horizon is None and self.looks_ahead:
+                        horizon = self.horizon(rep)
+                    limit = max(heap[0][0], quiet, -math.inf if horizon is None else horizon)
+                    now = e.now = repeat_steps(self, rep, t, now, limit)
         return self.start_iteration(rep, now)
 
     # ------------------------------------------------------------ what the events do
@@ -287,11 +314,20 @@ class Simulation:
             return ()
         return self.policy(self, rep, now)
 
-    def launch(self, rep: Replica, end_s: float, handler):
+    def horizon(self, rep: Replica) -> float:
+        """A time before which no request can arrive at `rep` (looks_ahead); -inf: none known."""
+        return -math.inf
+
+    def launch(self, rep: Replica, end_s: float, handler, steps: int = -1):
+        """The replica's iteration ending at end_s (its end event), which takes `steps` decode steps (-1: not said)."""
         rep.busy = True
+        rep.pend_end, rep.pend_step = end_s, (rep.step + steps if steps >= 0 else -1)
         rep.iterations += 1
         self.launched += 1
-        self.tick()
+        self.ticks += 1  # tick(), inlined
+        if not self.ticks % CHECK_EVERY:
+            self.ticks -= 1
+            self.tick()
         return ((end_s, handler, END),)
 
     def route(self) -> Replica:
@@ -449,5 +485,6 @@ class Simulation:
         """Seconds of a pass; beyond the precomputed table (a long prompt alone) timed by step_time itself."""
         if tokens < len(self.cost.dense):
             return self.ct(tokens, seqs, kv, pairs)
+        self.cost.dense.past = True
         t, _ = inf.step_time(self.d, tokens, seqs, kv, pairs)
         return float(t) / self.cost.speed
