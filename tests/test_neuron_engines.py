@@ -90,3 +90,20 @@ def test_the_serving_fit_anchors_each_kind_on_its_best_measured_family(monkeypat
     v3 = table["neuronx-v3"]
     assert seen["neuronx-v3"].compute == pytest.approx(min(1.0, share * v3.compute_basis))
     assert seen["gpu"] == inf.PRIORS["gpu"]
+
+
+@pytest.mark.parametrize("argv", [["calibrate", "inference", "--out", "x.yaml"],
+                                  ["validate", "inference", "--cross-validate", "--json"]])
+def test_the_serving_fit_without_scipy_is_one_line_naming_the_extra(argv, monkeypatch, capsys, tmp_path):
+    """scipy is the `calibrate` extra (pyproject.toml), not a core dependency: without it the serving fit says so in
+    one line, exit 2, instead of a traceback (found from a fresh clone with `pip install -e .` alone)."""
+    import sys
+
+    from flopcast.cli import main
+
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)  # import raises ImportError
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert out.err == f"error: {vi.MISSING_SCIPY}\n" and out.out == ""
+    assert not (tmp_path / "x.yaml").exists()

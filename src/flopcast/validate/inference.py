@@ -349,7 +349,7 @@ def _compare_family(fam: str, mine: list, eff, memo: RowMemo) -> list[dict]:
 def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None,
                 prior: inf.EngineEfficiency | None = None) -> inf.EngineEfficiency:
     """One engine family's efficiencies on its rows, regularised towards `prior` (default inf.PRIORS[fam])."""
-    from scipy.optimize import least_squares
+    least_squares = _least_squares()
 
     prior = inf.PRIORS[fam] if prior is None else prior
     names = _free_names(fam, mine)
@@ -374,6 +374,19 @@ def _fit_family(fam: str, mine: list, start=None, memo: RowMemo | None = None,
     sol = least_squares(residuals, xs, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=ROBUST_SCALE,
                         diff_step=FIT_STEP, xtol=FIT_TOLERANCE, ftol=FIT_TOLERANCE)
     return _efficiency(prior, names, np.exp(sol.x))
+
+
+MISSING_SCIPY = ("the serving fit (calibrating on a serving file, or cross-validating one) needs scipy: "
+                 "pip install 'flopcast[calibrate]'")
+
+
+def _least_squares():
+    """scipy.optimize.least_squares, or the one-line error naming the extra that installs it."""
+    try:
+        from scipy.optimize import least_squares
+    except ImportError:
+        raise FlopcastError(MISSING_SCIPY) from None
+    return least_squares
 
 
 def _free_names(fam: str, mine: list) -> list[str]:
