@@ -172,6 +172,20 @@ def test_maxtext_spans_slices_over_dcn():
     assert (s["ici_tensor_parallelism"], s["ici_data_parallelism"], s["dcn_data_parallelism"]) == ("4", "64", "2")
 
 
+@pytest.mark.parametrize("framework, hardware", [("maxtext", "gb300-nvl72"), ("maxtext", "tpu-v5p-pod"),
+                                                 ("megatron", "p5.48xlarge"), ("nemo", "p5.48xlarge"),
+                                                 ("neuron", "trn2.48xlarge")])
+@pytest.mark.parametrize("dtype", list(Dtype))
+def test_every_dtype_emits_or_says_it_has_no_equivalent(framework, hardware, dtype):
+    """Every training dtype gives a launch: its framework's setting or a 'no equivalent' line, never a KeyError
+    (fuzz seed 2901: `train llama4-scout --dtype mxfp4 --emit maxtext -H gb300-nvl72`)."""
+    layout = Layout(tp=8, pp=1, dp=8, micro_batch=1, global_batch=64, dtype=dtype)
+    r = launch(framework, "llama3-8b", hardware, layout)
+    if framework == "maxtext" and dtype not in (Dtype.BF16, Dtype.FP8, Dtype.INT8, Dtype.FP32, Dtype.FP16):
+        assert maxtext_settings(r.text)["dtype"] == "bfloat16" and "quantization" not in maxtext_settings(r.text)
+        assert any(f"dtype {dtype.label}" in p for p in r.no_equivalent)
+
+
 def test_wrong_hardware_or_framework_is_one_sentence():
     with pytest.raises(FlopcastError, match="runs on trainium chips, not h100-sxm .*valid for p5.48xlarge: "
                                             "megatron, nemo, maxtext"):

@@ -135,7 +135,12 @@ def _unmapped(model, layout) -> list[str]:
 def maxtext(model, system, layout, tokens=None) -> Launch:
     """The train command with base.yml overrides as key=value arguments, on synthetic data."""
     axes, problems = mesh(system, layout)
-    compute, quantization = DTYPE[layout.dtype]
+    if layout.dtype in DTYPE:
+        compute, quantization = DTYPE[layout.dtype]
+    else:  # TF32 and the 4-bit formats: base.yml's dtype and quantization name no such setting
+        compute, quantization = DTYPE[Dtype.BF16]
+        problems = list(problems) + [f"dtype {layout.dtype.label}: MaxText's dtype and quantization settings name no "
+                                     f"{layout.dtype.label} training; the emitted job computes in bfloat16"]
     iters = train_iters(model, layout, tokens)
     settings = {"run_name": f"flopcast-{model.label}", "dataset_type": "synthetic", "steps": iters or 100,
                 "enable_checkpointing": False, **_model(model), **axes, **_batch(model, layout),
