@@ -9,6 +9,7 @@ from flopcast import catalog
 from flopcast.cost import inference as inf
 from flopcast.validate import benchmark as vb
 from flopcast.validate import inference as vi
+from flopcast.validate.fitparams import MISSING_SCIPY
 from flopcast.validate import training as vt
 
 
@@ -105,5 +106,5 @@ def test_the_serving_fit_without_scipy_is_one_line_naming_the_extra(argv, monkey
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     out = capsys.readouterr()
-    assert out.err == f"error: {vi.MISSING_SCIPY}\n" and out.out == ""
+    assert out.err == f"error: {MISSING_SCIPY}\n" and out.out == ""
     assert not (tmp_path / "x.yaml").exists()
